@@ -1,0 +1,66 @@
+"""The ``manetkit`` console script: one sub-command per part of the project.
+
+Each part registers its own sub-commands (``register(subparsers)``) so this file only
+wires them together; a part that fails to import does not break the others' commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from manetkit.errors import UserError
+
+# (command, module that provides register(subparsers), help)
+PARTS: list[tuple[str, str, str]] = [
+    ("lab", "manetkit.lab.cli", "emulated 802.11 lab in network namespaces"),
+    (
+        "bench",
+        "manetkit.bench.cli",
+        "benchmarks and experiments (results printed and written as JSON)",
+    ),
+    ("daemon", "manetkit.daemon.cli", "run the routing daemon"),
+    ("status", "manetkit.daemon.statuscli", "show a running daemon's (and proxy's) state"),
+    ("proxy", "manetkit.proxy.cli", "run the split-TCP proxy"),
+    ("field", "manetkit.field.cli", "real 802.11 test rig and field-test helpers"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="manetkit", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module, help_text in PARTS:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("manetkit"):
+                continue  # part not built yet
+            raise
+        mod.register(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except UserError as exc:
+        print(f"manetkit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sans-I/O routing engines. See ``base`` for the API every engine implements."""

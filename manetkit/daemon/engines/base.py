@@ -1,0 +1,152 @@
+"""The API between a routing engine and the daemon's asyncio shell (aioquic's shape).
+
+An engine never touches a socket or a clock. The shell feeds it inputs stamped with
+``now`` (seconds, monotonic) and then drains :meth:`RoutingEngine.next_action` until it
+returns None, and re-arms one timer at :meth:`RoutingEngine.get_timer`.
+
+Inputs
+  receive_frame(now, packet, src_mac, rssi_dbm)  an IPv4 packet that arrived on the radio
+  send_local(now, packet)                        an IPv4 packet the node's apps sent (TUN)
+  link_event(now, event)                         LinkUp / LinkDown / TxFailed / SignalSample
+  handle_timer(now)                              the deadline from get_timer() has passed
+Outputs (actions)
+  SendFrame(next_hop, packet)   put a packet on the air to one neighbour (or broadcast)
+  Deliver(packet)               hand a packet to the local stack (write to TUN)
+  Notify(event, fields)         an event for the event socket (route-up, route-down, ...)
+  Dropped(reason, packet)       a packet the engine gave up on (counted by reason)
+
+Next hops are mesh IPv4 addresses; the shell maps them to MACs through the shared
+:class:`manetkit.daemon.neighbours.NeighbourTable`, which engines fill as they learn
+which address sent a frame (e.g. the previous hop of a DSR source route).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import deque
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+from typing import Any
+
+# --- actions ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SendFrame:
+    """Transmit ``packet`` (a whole IPv4 packet) to ``next_hop``; None = link broadcast."""
+
+    next_hop: IPv4Address | None
+    packet: bytes
+
+
+@dataclass(slots=True)
+class Deliver:
+    """Hand ``packet`` to the local IP stack (it is addressed to this node)."""
+
+    packet: bytes
+
+
+@dataclass(slots=True)
+class Notify:
+    """An event for the event socket. ``event`` is one of the names in ``EVENTS``."""
+
+    event: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Dropped:
+    """A packet the engine gave up on; ``reason`` is a short counter name."""
+
+    reason: str
+    packet: bytes
+
+
+Action = SendFrame | Deliver | Notify | Dropped
+
+# Event names on the event socket (documented in README "Event socket").
+EVENTS = (
+    "route-up",  # fields: dst, next_hop, hops, (path for DSR)
+    "route-down",  # fields: dst, next_hop/broken_link, and for ELFN the failed packet's
+    #                src, dst, sport, dport, seq when it was TCP
+    "neighbour-up",  # fields: neighbour, mac, signal_dbm
+    "neighbour-down",  # fields: neighbour, mac, reason
+    "predicted-failure",  # fields: neighbour, signal_dbm, eta_s (Atra RFP, later issue)
+)
+
+# --- link-sensing inputs ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUp:
+    neighbour: IPv4Address
+    signal_dbm: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDown:
+    """The link sensing backend lost the neighbour (after its hysteresis)."""
+
+    neighbour: IPv4Address
+    reason: str = "lost"
+
+
+@dataclass(frozen=True, slots=True)
+class TxFailed:
+    """The MAC gave up on a unicast frame to ``neighbour`` (802.11 retry limit).
+
+    ``packet`` is the IPv4 packet that failed when the backend can return it (the lab
+    radio does), so DSR can salvage it (RFC 4728 8.4.3) and ELFN can report it.
+    """
+
+    neighbour: IPv4Address
+    packet: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SignalSample:
+    neighbour: IPv4Address
+    signal_dbm: float
+    at: float
+
+
+LinkEvent = LinkUp | LinkDown | TxFailed | SignalSample
+
+
+class RoutingEngine(ABC):
+    """Base class: keeps the action queue; subclasses implement the protocol."""
+
+    name: str = "?"
+
+    def __init__(self) -> None:
+        self._actions: deque[Action] = deque()
+
+    # -- output side
+    def next_action(self) -> Action | None:
+        return self._actions.popleft() if self._actions else None
+
+    def _emit(self, action: Action) -> None:
+        self._actions.append(action)
+
+    # -- input side
+    @abstractmethod
+    def receive_frame(
+        self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
+    ) -> None: ...
+
+    @abstractmethod
+    def send_local(self, now: float, packet: bytes) -> None: ...
+
+    @abstractmethod
+    def link_event(self, now: float, event: LinkEvent) -> None: ...
+
+    @abstractmethod
+    def handle_timer(self, now: float) -> None: ...
+
+    @abstractmethod
+    def get_timer(self) -> float | None:
+        """The earliest time handle_timer must be called, or None."""
+
+    @abstractmethod
+    def status(self) -> dict[str, Any]:
+        """Routes / cached paths and counters, JSON-serialisable, for ``manetkit status``."""

@@ -1,0 +1,84 @@
+"""Packets waiting for a route (RFC 4728 section 4.2 "Send Buffer"; RFC 3561 6.3 buffering).
+
+Per destination FIFO with a global size limit and a per-packet timeout (30 s default as
+in Holland & Vaidya and RFC 4728's SendBufferTimeout). Release is in arrival order.
+Drops are counted by reason: ``timeout``, ``full``, ``no-route`` (discovery gave up).
+Sans-I/O: the owner passes ``now`` and asks :meth:`next_expiry` for its timer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict, deque
+from ipaddress import IPv4Address
+
+
+class SendBuffer:
+    def __init__(self, max_packets: int = 64, timeout: float = 30.0) -> None:
+        self.max_packets = max_packets
+        self.timeout = timeout
+        self._queues: OrderedDict[IPv4Address, deque[tuple[float, bytes]]] = OrderedDict()
+        self._count = 0
+        self.drops: Counter[str] = Counter()
+        self.dropped: list[tuple[str, IPv4Address, bytes]] = []  # drained by the engine
+
+    def __len__(self) -> int:
+        return self._count
+
+    def destinations(self) -> list[IPv4Address]:
+        return list(self._queues)
+
+    def waiting(self, dst: IPv4Address) -> int:
+        q = self._queues.get(dst)
+        return len(q) if q else 0
+
+    def add(self, now: float, dst: IPv4Address, packet: bytes) -> bool:
+        """Queue a packet; False (and a ``full`` drop) when the buffer is full."""
+        if self._count >= self.max_packets:
+            self._drop("full", dst, packet)
+            return False
+        self._queues.setdefault(dst, deque()).append((now + self.timeout, packet))
+        self._count += 1
+        return True
+
+    def release(self, dst: IPv4Address) -> list[bytes]:
+        """All packets for ``dst``, oldest first (a route to it has come)."""
+        q = self._queues.pop(dst, None)
+        if not q:
+            return []
+        self._count -= len(q)
+        return [p for _, p in q]
+
+    def discard(self, dst: IPv4Address, reason: str = "no-route") -> int:
+        """Drop everything for ``dst`` (route discovery gave up)."""
+        q = self._queues.pop(dst, None)
+        if not q:
+            return 0
+        self._count -= len(q)
+        for _, p in q:
+            self._drop(reason, dst, p)
+        return len(q)
+
+    def expire(self, now: float) -> int:
+        """Drop packets whose timeout has passed; returns how many."""
+        n = 0
+        for dst in list(self._queues):
+            q = self._queues[dst]
+            while q and q[0][0] <= now:
+                _, p = q.popleft()
+                self._count -= 1
+                self._drop("timeout", dst, p)
+                n += 1
+            if not q:
+                del self._queues[dst]
+        return n
+
+    def next_expiry(self) -> float | None:
+        return min((q[0][0] for q in self._queues.values() if q), default=None)
+
+    def _drop(self, reason: str, dst: IPv4Address, packet: bytes) -> None:
+        self.drops[reason] += 1
+        self.dropped.append((reason, dst, packet))
+
+    def take_dropped(self) -> list[tuple[str, IPv4Address, bytes]]:
+        out, self.dropped = self.dropped, []
+        return out
