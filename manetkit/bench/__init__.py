@@ -1,0 +1,1 @@
+"""Benchmarks and experiments: ``manetkit bench NAME``; each prints a table and writes JSON."""

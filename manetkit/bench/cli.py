@@ -1,0 +1,33 @@
+"""``manetkit bench``: one sub-command per benchmark module in this package.
+
+A benchmark module provides ``register(parser)`` (arguments, ``set_defaults(func=...)``);
+its results are printed as a table and written as JSON under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+BENCHES: list[tuple[str, str]] = [
+    ("chain", "TCP throughput over static chains of 1..N hops (Holland & Vaidya Fig. 1)"),
+    ("medium", "frames per second the lab medium relays, and the highest rate it keeps up with"),
+    ("discovery", "route discovery latency over 1..8 hops (daemon per-hop overhead)"),
+    ("dataplane", "daemon forwarding over veth pairs vs the kernel's own forwarding"),
+    ("daemon", "daemon CPU and RSS idle and while forwarding"),
+    ("flap", "bulk TCP over a flapping 3-hop chain: plain, fixed-rto, elfn, bus"),
+]
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="bench", metavar="BENCH")
+    for name, help_text in BENCHES:
+        try:
+            mod = importlib.import_module(f"manetkit.bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("manetkit.bench"):
+                continue  # not built yet
+            raise
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--out", default="results", help="directory for the JSON (and plots)")
+        mod.register(p)

@@ -1,0 +1,74 @@
+"""What every link-sensing backend reports, in terms of MAC addresses.
+
+Backends observe the radio (a station table, nl80211, hello messages) and report raw
+observations; the daemon's shell maps MACs to mesh addresses (``NeighbourTable``),
+applies hysteresis, and turns them into the engines' ``LinkUp``/``LinkDown``/
+``TxFailed``/``SignalSample`` inputs (``manetkit.daemon.engines.base``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class StationInfo:
+    """One row of a station table (``iw dev wlan0 station dump`` / ``lab stations``)."""
+
+    mac: bytes
+    signal_dbm: float | None = None
+    signal_avg_dbm: float | None = None
+    inactive_ms: int | None = None
+    rx_packets: int = 0
+    tx_packets: int = 0
+    tx_retries: int = 0
+    tx_failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StationSeen:
+    """A station is present (first sighting or a fresh sample); ``signal_dbm`` if known."""
+
+    mac: bytes
+    signal_dbm: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StationGone:
+    """The backend's own evidence that a station left ("no such station", inactivity)."""
+
+    mac: bytes
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StationTxFailed:
+    """A unicast frame to ``mac`` failed after the MAC's retries; ``frame`` if returned."""
+
+    mac: bytes
+    frame: bytes | None = None
+
+
+StationEvent = StationSeen | StationGone | StationTxFailed
+# Callback the shell gives a backend: (now, event). ``now`` is the loop's monotonic time.
+EventSink = Callable[[float, StationEvent], None]
+
+
+class LinkSenseBackend(ABC):
+    """An asyncio-side observer of one radio interface."""
+
+    name: str = "?"
+
+    def __init__(self, interface: str, sink: EventSink) -> None:
+        self.interface = interface
+        self.sink = sink
+
+    @abstractmethod
+    async def run(self) -> None:
+        """Observe until cancelled, calling ``self.sink`` for each observation."""
+
+    @abstractmethod
+    def stations(self) -> list[StationInfo]:
+        """The latest station table (for ``manetkit status``)."""
