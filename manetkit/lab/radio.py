@@ -1,0 +1,511 @@
+"""The node side of the lab's air: TAP ``radio0`` <-> the medium, plus a station table.
+
+One radio process runs inside each node's namespace
+(``ip netns exec mk-<lab>-<node> manetkit lab radio --lab L --node nI``). It
+
+- creates the TAP ``radio0`` (IFF_TAP|IFF_NO_PI, no offloads: every frame the kernel hands
+  us is complete) with MAC ``protocol.node_mac(I)``, MTU 1500, and keeps its carrier off
+  until the medium has accepted the ATTACH (like a Wi-Fi card that has not joined the
+  IBSS yet);
+- relays frames: TAP read -> TX datagram, DELIVER -> TAP write. The hot path is two
+  readiness callbacks that drain their fd in a loop, with no per-frame task or parse
+  beyond the bytes the station table needs (DESIGN.md, "Performance notes");
+- keeps the station table (``manetkit.lab.stations``) from DELIVER signal levels and the
+  medium's TXSTATUS reports, and serves it on a JSON-lines control socket, with a
+  ``subscribe`` command that streams ``tx-failed`` / ``station-new`` / ``station-gone``
+  events to the node's software (the daemon's ``lab`` link-sensing backend).
+
+The wire format towards the medium is ``manetkit.lab.medium.protocol``; the control
+protocol is documented in docs/lab.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+
+from manetkit.lab import paths
+from manetkit.lab.medium import protocol
+from manetkit.lab.stations import DEFAULT_EXPIRY_S, StationTable, mac_str
+
+log = logging.getLogger("manetkit.lab.radio")
+
+# linux/if_tun.h
+TUNSETIFF = 0x400454CA
+TUNSETOFFLOAD = 0x400454D0
+TUNSETCARRIER = 0x400454E2
+IFF_TAP = 0x0002
+IFF_NO_PI = 0x1000
+
+INTERFACE = "radio0"
+MTU = 1500
+# Largest datagram from the medium: type + rssi + an MTU-sized frame with its header
+# (bigger ones would be truncated by recv_into and are counted as malformed).
+RECV_BUF = 1 + 2 + 14 + 65535
+# Frames relayed per readiness callback before yielding to the other fd and the control
+# socket; large enough that the syscalls dominate, small enough to stay responsive.
+BURST = 256
+# A subscriber that lets this much pile up is too slow to be useful; it is disconnected.
+MAX_SUBSCRIBER_BACKLOG = 4 << 20
+_I16 = struct.Struct("!h")
+
+
+def node_id_of(node: str) -> int:
+    """``n7`` -> 7 (node names are n1..nN)."""
+    if len(node) < 2 or node[0] != "n" or not node[1:].isdigit() or int(node[1:]) < 1:
+        raise ValueError(f"node name {node!r}: expected n1, n2, ...")
+    return int(node[1:])
+
+
+def open_tap(name: str) -> int:
+    """Create the TAP device ``name`` in the current namespace; returns its non-blocking fd."""
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH22x", name.encode(), IFF_TAP | IFF_NO_PI))
+        # No TUN_F_* flags: the kernel finishes checksums and segments before handing us
+        # a frame, so what goes on the air is a complete <= MTU Ethernet frame.
+        fcntl.ioctl(fd, TUNSETOFFLOAD, 0)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def set_carrier(fd: int, on: bool) -> None:
+    fcntl.ioctl(fd, TUNSETCARRIER, struct.pack("i", 1 if on else 0))
+
+
+def configure_link(name: str, mac: bytes) -> None:
+    """MAC, MTU and admin state up, through netlink (pyroute2)."""
+    from pyroute2 import IPRoute  # imported here: only the radio process needs it
+
+    with IPRoute() as ipr:
+        idx = ipr.link_lookup(ifname=name)[0]
+        ipr.link("set", index=idx, address=mac_str(mac), mtu=MTU, state="up")
+
+
+class Radio:
+    """The asyncio shell of one node's radio."""
+
+    def __init__(
+        self,
+        lab: str,
+        node: str,
+        *,
+        medium_path: Path,
+        socket_path: Path,
+        control_path: Path,
+        interface: str = INTERFACE,
+        station_expiry_s: float = DEFAULT_EXPIRY_S,
+    ) -> None:
+        self.lab = lab
+        self.node = node
+        self.node_id = node_id_of(node)
+        self.mac = protocol.node_mac(self.node_id)
+        self.interface = interface
+        self.medium_path = medium_path
+        self.socket_path = socket_path
+        self.control_path = control_path
+        self.stations = StationTable(station_expiry_s)
+        self.attached = False
+        self.counters = {
+            "tx_frames": 0,  # TAP -> medium
+            "rx_frames": 0,  # medium -> TAP
+            "tx_dropped": 0,  # not sent (not attached, medium gone)
+            "rx_dropped": 0,  # TAP refused the write
+            "malformed": 0,  # datagrams from the medium that did not parse
+            "tx_failed": 0,  # unicast failures the medium reported
+        }
+        self._subscribers: set[asyncio.StreamWriter] = set()
+        self._attached_event: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+        self._pending: bytes | None = None  # one frame waiting for the socket to drain
+        self._refused: str | None = None
+        self.tap_fd = -1
+        self.sock: socket.socket | None = None
+        self._buf = bytearray(RECV_BUF)
+        self._mv = memoryview(self._buf)
+
+    # --- set-up and tear-down ---------------------------------------------------------
+
+    def create_interface(self) -> None:
+        """Make radio0 (before the event loop runs: pyroute2's sync API runs its own loop)."""
+        self.tap_fd = open_tap(self.interface)
+        set_carrier(self.tap_fd, False)
+        configure_link(self.interface, self.mac)
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._attached_event = asyncio.Event()
+        self._stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        for p in (self.socket_path, self.control_path):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        self.sock.bind(str(self.socket_path))
+        self.sock.setblocking(False)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        loop.add_reader(self.sock.fileno(), self._on_medium_readable)
+        server = await asyncio.start_unix_server(self._serve_control, path=str(self.control_path))
+        housekeeping = asyncio.create_task(self._housekeeping())
+        attacher = asyncio.create_task(self._attach_loop())
+        log.info(
+            "radio %s of lab %s: %s %s", self.node, self.lab, self.interface, mac_str(self.mac)
+        )
+        try:
+            await self._stop.wait()
+        finally:
+            attacher.cancel()
+            housekeeping.cancel()
+            server.close()
+            for w in list(self._subscribers):
+                w.close()
+            self._shutdown(loop)
+        if self._refused:
+            log.error("medium refused the ATTACH: %s", self._refused)
+            return 1
+        return 0
+
+    def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.sock is not None:
+            loop.remove_reader(self.sock.fileno())
+            loop.remove_writer(self.sock.fileno())
+            if self.attached:
+                with contextlib.suppress(OSError):
+                    self.sock.send(protocol.detach())
+            self.sock.close()
+        if self.tap_fd >= 0:
+            loop.remove_reader(self.tap_fd)
+            os.close(self.tap_fd)  # the TAP is not persistent: it disappears with the fd
+        for p in (self.socket_path, self.control_path):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+    async def _attach_loop(self) -> None:
+        """(Re-)ATTACH until the medium answers; again whenever it is lost."""
+        assert self._attached_event is not None
+        delay = 0.05
+        last_log = time.monotonic()
+        while not self.attached:
+            try:
+                self.sock.connect(str(self.medium_path))
+                self.sock.send(protocol.attach(self.node_id))
+            except OSError as exc:
+                if time.monotonic() - last_log > 5:
+                    log.warning("waiting for the medium at %s: %s", self.medium_path, exc)
+                    last_log = time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._attached_event.wait(), delay)
+            delay = min(delay * 2, 1.0)
+
+    def _on_attached(self, msg: protocol.Attached) -> None:
+        if msg.node_id != self.node_id:
+            self.counters["malformed"] += 1
+            return
+        if msg.mac != self.mac:
+            log.warning("medium gives MAC %s, radio0 has %s", mac_str(msg.mac), mac_str(self.mac))
+        if not self.attached:
+            self.attached = True
+            set_carrier(self.tap_fd, True)
+            asyncio.get_running_loop().add_reader(self.tap_fd, self._on_tap_readable)
+            log.info("attached to the medium at %s", self.medium_path)
+        assert self._attached_event is not None
+        self._attached_event.set()
+
+    def _on_medium_lost(self, exc: OSError) -> None:
+        """The medium went away (restart, crash): carrier off, try to ATTACH again."""
+        if not self.attached:
+            return
+        log.warning("medium lost (%s); re-attaching", exc)
+        self.attached = False
+        assert self._attached_event is not None
+        self._attached_event.clear()
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self.tap_fd)
+        loop.remove_writer(self.sock.fileno())
+        self._pending = None
+        set_carrier(self.tap_fd, False)
+        loop.create_task(self._attach_loop())
+
+    # --- hot path ---------------------------------------------------------------------
+
+    def _on_tap_readable(self) -> None:
+        tap = self.tap_fd
+        send = self.sock.sendmsg
+        hdr = (bytes([protocol.TX]),)
+        sent = self.stations.sent
+        n = 0
+        try:
+            for n in range(BURST):  # noqa: B007 - n counts frames for the stats below
+                try:
+                    frame = os.read(tap, 65536)
+                except BlockingIOError:
+                    return
+                if not frame[0] & 1:  # unicast: the station table counts it
+                    sent(frame[:6], len(frame))
+                try:
+                    send((*hdr, frame))
+                except BlockingIOError:
+                    # The medium's queue is full: hold this frame and stop reading the TAP
+                    # until the socket is writable, so the kernel's queue absorbs the burst.
+                    self._pending = frame
+                    loop = asyncio.get_running_loop()
+                    loop.remove_reader(tap)
+                    loop.add_writer(self.sock.fileno(), self._on_medium_writable)
+                    return
+                except OSError as exc:
+                    if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN):
+                        self.counters["tx_dropped"] += 1
+                        self._on_medium_lost(exc)
+                        return
+                    raise
+        finally:
+            self.counters["tx_frames"] += n
+
+    def _on_medium_writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._pending is not None:
+            try:
+                self.sock.sendmsg((bytes([protocol.TX]), self._pending))
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self.counters["tx_dropped"] += 1
+                self._on_medium_lost(exc)
+                return
+            self._pending = None
+        loop.remove_writer(self.sock.fileno())
+        loop.add_reader(self.tap_fd, self._on_tap_readable)
+
+    def _on_medium_readable(self) -> None:
+        sock = self.sock
+        buf = self._buf
+        mv = self._mv
+        tap = self.tap_fd
+        stations = self.stations.by_mac
+        counters = self.counters
+        now = time.monotonic()
+        rx = 0
+        for _ in range(BURST):
+            try:
+                n = sock.recv_into(buf)
+            except BlockingIOError:
+                break
+            except OSError:
+                counters["malformed"] += 1
+                continue
+            if n >= 17 and buf[0] == protocol.DELIVER:
+                signal_dbm = _I16.unpack_from(buf, 1)[0] / 100.0
+                src = bytes(buf[9:15])  # frame = buf[3:]; its source MAC is frame[6:12]
+                st = stations.get(src)
+                if st is None:
+                    self.stations.received(src, signal_dbm, n - 3, now)
+                    self._emit(
+                        {"event": "station-new", "mac": mac_str(src), "signal_dbm": signal_dbm}
+                    )
+                else:  # inline StationTable.received for the common case
+                    st.signal_dbm = signal_dbm
+                    st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / 8
+                    st.last_active = now
+                    st.rx_packets += 1
+                    st.rx_bytes += n - 3
+                try:
+                    os.write(tap, mv[3:n])
+                    rx += 1
+                except OSError:
+                    counters["rx_dropped"] += 1
+                continue
+            try:
+                msg = protocol.parse(bytes(mv[:n]))
+            except protocol.ProtocolError as exc:
+                counters["malformed"] += 1
+                log.debug("malformed datagram from the medium: %s", exc)
+                continue
+            if isinstance(msg, protocol.TxStatus):
+                self._on_tx_status(msg, now)
+            elif isinstance(msg, protocol.Attached):
+                self._on_attached(msg)
+            elif isinstance(msg, protocol.Refused):
+                self._refused = msg.reason
+                assert self._stop is not None
+                self._stop.set()
+            else:  # a radio -> medium message, or a DELIVER without a frame
+                counters["malformed"] += 1
+        counters["rx_frames"] += rx
+
+    def _on_tx_status(self, msg: protocol.TxStatus, now: float) -> None:
+        self.stations.tx_status(msg.dst_mac, msg.retries, msg.ok, now)
+        if not msg.ok:
+            self.counters["tx_failed"] += 1
+            self._emit(
+                {
+                    "event": "tx-failed",
+                    "mac": mac_str(msg.dst_mac),
+                    "retries": msg.retries,
+                    "frame": msg.frame.hex(),
+                }
+            )
+
+    # --- control socket ---------------------------------------------------------------
+
+    def _emit(self, event: dict) -> None:
+        if not self._subscribers:
+            return
+        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        for w in list(self._subscribers):
+            if w.transport.get_write_buffer_size() > MAX_SUBSCRIBER_BACKLOG:
+                log.warning("subscriber too slow; disconnected")
+                self._subscribers.discard(w)
+                w.close()
+            else:
+                w.write(line)
+
+    async def _housekeeping(self) -> None:
+        """Expire silent stations once a second (mac80211's sta cleanup timer)."""
+        while True:
+            await asyncio.sleep(1.0)
+            for mac in self.stations.expire(time.monotonic()):
+                self._emit({"event": "station-gone", "mac": mac_str(mac), "reason": "inactive"})
+
+    def stats(self) -> dict:
+        return {
+            "ok": True,
+            "lab": self.lab,
+            "node": self.node,
+            "interface": self.interface,
+            "mac": mac_str(self.mac),
+            "attached": self.attached,
+            "stations": len(self.stations.by_mac),
+            **self.counters,
+        }
+
+    def handle_request(self, req: object) -> dict:
+        if not isinstance(req, dict) or not isinstance(req.get("cmd"), str):
+            return {"ok": False, "error": 'request must be an object with a "cmd" string'}
+        cmd = req["cmd"]
+        if cmd == "stations":
+            return {"ok": True, "stations": self.stations.dump(time.monotonic())}
+        if cmd in ("stats", "ping"):
+            return self.stats()
+        return {"ok": False, "error": f"unknown cmd {cmd!r} (stations, stats, ping, subscribe)"}
+
+    async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        try:
+            while line := await reader.readline():
+                try:
+                    req = json.loads(line)
+                except ValueError as exc:
+                    reply = {"ok": False, "error": f"bad JSON: {exc}"}
+                else:
+                    if isinstance(req, dict) and req.get("cmd") == "subscribe":
+                        self._subscribers.add(writer)
+                        reply = {"ok": True, "subscribed": True}
+                    else:
+                        reply = self.handle_request(req)
+                writer.write((json.dumps(reply) + "\n").encode())
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._subscribers.discard(writer)
+            writer.close()
+
+
+# --- client ---------------------------------------------------------------------------
+
+
+def request(control_path: Path | str, req: dict, timeout: float = 3.0) -> dict:
+    """Send one JSON request to a radio's control socket and return its reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(control_path))
+        s.sendall((json.dumps(req) + "\n").encode())
+        with s.makefile("rb") as f:
+            line = f.readline()
+    if not line:
+        raise ConnectionError(f"radio at {control_path} closed the connection")
+    return json.loads(line)
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lab", required=True, help="lab name")
+    parser.add_argument("--node", required=True, help="node name (n1, n2, ...)")
+    parser.add_argument("--interface", default=INTERFACE, help="TAP name (default radio0)")
+    parser.add_argument(
+        "--medium", help="medium socket path (default: the lab's medium.sock under the rundir)"
+    )
+    parser.add_argument(
+        "--station-expiry",
+        type=float,
+        default=DEFAULT_EXPIRY_S,
+        metavar="S",
+        help="forget a station after S seconds without frames (default 60, as mac80211 IBSS)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from manetkit.errors import UserError
+
+    try:
+        paths.check_lab_name(args.lab)
+        node_id_of(args.node)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    if args.station_expiry <= 0:
+        raise UserError("--station-expiry must be > 0 seconds")
+    radio = Radio(
+        args.lab,
+        args.node,
+        medium_path=Path(args.medium) if args.medium else paths.medium_socket(args.lab),
+        socket_path=paths.radio_socket(args.lab, args.node),
+        control_path=paths.radio_control_socket(args.lab, args.node),
+        interface=args.interface,
+        station_expiry_s=args.station_expiry,
+    )
+    radio.create_interface()
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency, but stay runnable
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(radio.run())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m manetkit.lab.radio``: the same as ``manetkit lab radio``, lighter to start."""
+    parser = argparse.ArgumentParser(prog="manetkit lab radio", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from manetkit.errors import UserError
+
+    try:
+        return run(args)
+    except UserError as exc:
+        print(f"manetkit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
