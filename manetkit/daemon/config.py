@@ -1,0 +1,260 @@
+"""The daemon's YAML configuration, validated by pydantic (every field: docs/daemon.md).
+
+Unknown keys are refused (``extra="forbid"``) so a typo never silently falls back to a
+default; every refusal names the field path and the reason (:class:`UserError`).
+The protocol sections (``aodv:``, ``dsr:``) are validated against the engines' own
+config classes, so the engine modules stay the single source of their parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from manetkit.errors import UserError
+
+# Worst-case radio MTU: every 802.11 / Ethernet radio manetkit runs on carries 1500 bytes.
+RADIO_MTU = 1500
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SendBufferConfig(_Strict):
+    """RFC 4728 4.2 send buffer; 30 s as in Holland & Vaidya's simulations."""
+
+    packets: int = Field(
+        64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
+    )
+    timeout_s: float = Field(30.0, gt=0, le=3600, description="how long a packet may wait")
+
+
+class HysteresisConfig(_Strict):
+    """When link sensing declares a neighbour gone; one lost hello never does."""
+
+    missed_hellos: int = Field(
+        3, ge=2, le=100, description="hello backend: down after N missed hellos"
+    )
+    tx_failures: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="down after M consecutive unicast tx failures (each is already 7 MAC retries)",
+    )
+    inactive_s: float = Field(
+        3.0,
+        gt=0,
+        le=3600,
+        description="lab/nl80211: down after this long without hearing the station",
+    )
+    min_signal_dbm: float | None = Field(
+        None, description="ignore stations weaker than this (None: accept any the radio hears)"
+    )
+
+
+class HelloConfig(_Strict):
+    interval_s: float = Field(1.0, gt=0, le=60, description="beacon period")
+    port: int = Field(
+        49698, ge=1, le=65535, description="UDP port of the beacon inside manetkit frames"
+    )
+
+
+class LabConfig(_Strict):
+    name: str = Field(description="lab name (manetkit lab up --name)")
+    node: str = Field(description="node name in the lab, e.g. n3")
+
+    @field_validator("name")
+    @classmethod
+    def _lab_name(cls, v: str) -> str:
+        from manetkit.lab.paths import check_lab_name
+
+        return check_lab_name(v)
+
+
+class LinkSensingConfig(_Strict):
+    backend: Literal["lab", "nl80211", "hello"] = "hello"
+    poll_s: float = Field(0.2, gt=0, le=10, description="station table poll period (lab, nl80211)")
+    hello: HelloConfig = HelloConfig()
+    hysteresis: HysteresisConfig = HysteresisConfig()
+
+
+def _engine_config_class(protocol: str) -> Any | None:
+    """The engine's own config class (``AodvConfig``/``DsrConfig``), None if not built yet."""
+    try:
+        mod = importlib.import_module(f"manetkit.daemon.engines.{protocol}")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("manetkit"):
+            return None
+        raise
+    return getattr(mod, f"{protocol.capitalize()}Config", None)
+
+
+def engine_config(protocol: str, values: dict[str, Any]) -> Any:
+    """Build the engine's config object from the YAML section (validated)."""
+    cls = _engine_config_class(protocol)
+    if cls is None:
+        if values:
+            raise UserError(f"{protocol}: this build has no {protocol} engine to take these fields")
+        return None
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return cls.model_validate(values)
+    if dataclasses.is_dataclass(cls):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(cls).validate_python(values)
+    return cls(**values)
+
+
+class DaemonConfig(_Strict):
+    address: IPv4Address = Field(description="this node's mesh IPv4 address (on mesh0)")
+    prefix: IPv4Network = Field(IPv4Network("10.42.0.0/16"), description="the mesh's prefix")
+    protocol: Literal["aodv", "dsr", "static"] = "aodv"
+    radio_interface: str = Field("wlan0", min_length=1, max_length=15)
+    ethertype: int = Field(0x88B5, ge=0x0600, le=0xFFFF, description="manetkit frames' ethertype")
+    tun_name: str = Field("mesh0", min_length=1, max_length=15)
+    link_sensing: LinkSensingConfig = LinkSensingConfig()
+    lab: LabConfig | None = None
+    send_buffer: SendBufferConfig = SendBufferConfig()
+    event_socket: Path = Path("/run/manetkit/events.sock")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    aodv: dict[str, Any] = Field(default_factory=dict)
+    dsr: dict[str, Any] = Field(default_factory=dict)
+    static_routes: dict[IPv4Address, IPv4Address] = Field(
+        default_factory=dict, description="static engine: destination -> next hop (a neighbour)"
+    )
+    static_neighbours: dict[IPv4Address, str] = Field(
+        default_factory=dict,
+        description="static engine: neighbour address -> MAC (aa:bb:cc:dd:ee:ff), when no link sensing maps it",
+    )
+
+    @field_validator("ethertype", mode="before")
+    @classmethod
+    def _ethertype(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return int(v, 0)
+            except ValueError:
+                raise ValueError(f"{v!r} is not a number (write 0x88B5)") from None
+        return v
+
+    @field_validator("static_neighbours")
+    @classmethod
+    def _macs(cls, v: dict[IPv4Address, str]) -> dict[IPv4Address, str]:
+        for addr, mac in v.items():
+            parts = mac.split(":")
+            if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+                raise ValueError(f"{addr}: {mac!r} is not a MAC address like 02:6d:6b:00:00:01")
+            try:
+                bytes.fromhex("".join(parts))
+            except ValueError:
+                raise ValueError(f"{addr}: {mac!r} is not a MAC address") from None
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DaemonConfig:
+        if self.address not in self.prefix:
+            raise ValueError(f"address {self.address} is not inside prefix {self.prefix}")
+        if self.address in (self.prefix.network_address, self.prefix.broadcast_address):
+            raise ValueError(f"address {self.address} is the prefix's network or broadcast address")
+        if self.link_sensing.backend == "lab" and self.lab is None:
+            raise ValueError("link_sensing.backend 'lab' needs a 'lab:' section (name, node)")
+        for dst, hop in self.static_routes.items():
+            if dst not in self.prefix or hop not in self.prefix:
+                raise ValueError(f"static_routes {dst}: {hop}: both must be inside {self.prefix}")
+        # The protocol sections are checked against the engine's own class now, so a bad
+        # value is refused at --check time rather than at start-up.
+        for proto in ("aodv", "dsr"):
+            values = getattr(self, proto)
+            if values or proto == self.protocol:
+                try:
+                    engine_config(proto, values)
+                except (ValidationError, TypeError) as exc:
+                    raise ValueError(f"{proto}: {_flatten(exc)}") from None
+                except ValueError as exc:
+                    raise ValueError(f"{proto}: {exc}") from None
+        return self
+
+    def tun_mtu(self) -> int:
+        """TUN MTU so that nothing fragments on a 1500-byte radio (DSR adds its header)."""
+        if self.protocol != "dsr":
+            return RADIO_MTU  # AODV and static routing add nothing to the IP packet
+        from manetkit.daemon.wire import dsr as wire_dsr
+
+        cfg = engine_config("dsr", self.dsr)
+        max_len = getattr(cfg, "max_route_length", 16)
+        return RADIO_MTU - wire_dsr.max_overhead(max_len)
+
+    def engine_config(self) -> Any:
+        return engine_config(self.protocol, getattr(self, self.protocol, {}) or {})
+
+    def effective(self) -> dict[str, Any]:
+        """The effective config as plain YAML-able data (``--check`` prints it)."""
+        data = self.model_dump(mode="json")
+        data["ethertype"] = f"0x{self.ethertype:04X}"
+        for proto in ("aodv", "dsr"):
+            if proto == self.protocol:
+                cfg = self.engine_config()
+                if isinstance(cfg, BaseModel):
+                    data[proto] = cfg.model_dump(mode="json")
+                elif dataclasses.is_dataclass(cfg):
+                    data[proto] = _jsonable(dataclasses.asdict(cfg))
+        return data
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, str | int | float | bool) or v is None:
+        return v
+    return str(v)
+
+
+def _flatten(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
+        )
+    return str(exc)
+
+
+def parse_config(data: Any, source: str = "config") -> DaemonConfig:
+    """Validate a parsed YAML document; raises :class:`UserError` naming field and reason."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
+    try:
+        return DaemonConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for e in exc.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"  {loc}: {msg}")
+        raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines)) from None
+
+
+def load_config(path: str | Path) -> DaemonConfig:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read config {p}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{p}: not valid YAML: {exc}") from None
+    return parse_config(data, str(p))

@@ -1,0 +1,220 @@
+"""The data plane: TUN ``mesh0`` on one side, the radio (AF_PACKET) on the other.
+
+Frames on the air are plain Ethernet II: ``dst MAC | src MAC | ethertype | IPv4 packet``
+(DESIGN.md "Data flow"; 0x88B5 is IEEE 802's local experimental ethertype). The packet
+socket is bound with that ethertype as its protocol, so the kernel filters out every
+other frame before it reaches Python, and PACKET_IGNORE_OUTGOING stops our own
+transmissions from looping back.
+
+The hot path is a tight loop (DESIGN.md "Performance notes"): on readiness each fd is
+drained until EAGAIN, each frame costs one recv and one slice, checked with a few byte
+comparisons, and handed to a callback. Counters are plain int attributes (a Counter's
+hashing costs more than the check it counts). No per-packet asyncio work.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+import struct
+from collections.abc import Callable
+
+# linux/if_tun.h
+TUNSETIFF = 0x400454CA
+IFF_TUN = 0x0001
+IFF_NO_PI = 0x1000
+# linux/if_packet.h
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+# asm-generic/socket.h
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+SOCKET_BUFFER = 4 << 20
+
+ETH_HLEN = 14
+BROADCAST_MAC = b"\xff" * 6
+MAX_FRAME = 65536
+# Frames handled per readiness event before yielding to the loop, so one busy fd cannot
+# starve the other or the timers (the kernel keeps the rest queued).
+BATCH = 256
+
+RadioHandler = Callable[[bytes, bytes], None]  # (src_mac, ipv4 packet)
+TunHandler = Callable[[bytes], None]  # (ipv4 packet)
+
+
+def mac_bytes(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def open_tun(name: str) -> int:
+    """Create (or attach to) TUN ``name`` without packet info; returns a non-blocking fd.
+
+    The device is not persistent: it disappears when the fd is closed, so a daemon that
+    dies leaves no ``mesh0`` behind (kernel.py still removes stale ones on start).
+    """
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_radio(interface: str, ethertype: int) -> socket.socket:
+    """A raw packet socket on ``interface`` that receives only ``ethertype`` frames."""
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+    try:
+        sock.bind((interface, ethertype))
+        sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        for force, plain in (
+            (SO_RCVBUFFORCE, socket.SO_RCVBUF),
+            (SO_SNDBUFFORCE, socket.SO_SNDBUF),
+        ):
+            try:
+                # FORCE variants (root) exceed net.core.*mem_max; bursts of a TCP window
+                # must not overflow while the loop is busy with the other fd.
+                sock.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER)
+            except OSError:
+                sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class DataPlane:
+    """Frames in and out. Owns the TUN fd and the packet socket (not their configuration)."""
+
+    def __init__(self, tun_fd: int, radio: socket.socket, ethertype: int) -> None:
+        self.tun_fd = tun_fd
+        self.radio = radio
+        self.ethertype = ethertype
+        self._etype = struct.pack("!H", ethertype)
+        self.mac: bytes = radio.getsockname()[4][:6]
+        self._headers: dict[bytes, bytes] = {}
+        # counters (read by status)
+        self.rx_frames = 0
+        self.rx_bytes = 0
+        self.tx_frames = 0
+        self.tx_bytes = 0
+        self.tun_rx = 0
+        self.tun_tx = 0
+        self.malformed_short = 0
+        self.malformed_ethertype = 0
+        self.malformed_ipv4 = 0
+        self.tun_not_ipv4 = 0
+        self.tx_errors = 0
+        self.tun_write_errors = 0
+
+    @classmethod
+    def open(cls, tun_name: str, interface: str, ethertype: int) -> DataPlane:
+        fd = open_tun(tun_name)
+        try:
+            sock = open_radio(interface, ethertype)
+        except OSError:
+            os.close(fd)
+            raise
+        return cls(fd, sock, ethertype)
+
+    def close(self) -> None:
+        self.radio.close()
+        if self.tun_fd >= 0:
+            os.close(self.tun_fd)
+            self.tun_fd = -1
+
+    # -- radio side
+    def drain_radio(self, handler: RadioHandler, batch: int = BATCH) -> int:
+        """Receive up to ``batch`` frames, handing each valid IPv4 packet to ``handler``."""
+        recv = self.radio.recv
+        etype = self._etype
+        n = 0
+        while n < batch:
+            try:
+                frame = recv(MAX_FRAME)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno in (errno.ENETDOWN, errno.ENXIO):
+                    break
+                raise
+            n += 1
+            flen = len(frame)
+            if flen < ETH_HLEN + 20:
+                self.malformed_short += 1
+                continue
+            if frame[12:14] != etype:
+                self.malformed_ethertype += 1
+                continue
+            # IPv4 sanity: version 4, IHL >= 5, total length within the frame (an
+            # Ethernet frame may be padded to 60 bytes: the IP length trims that).
+            vihl = frame[14]
+            total = (frame[16] << 8) | frame[17]
+            if vihl >> 4 != 4 or (vihl & 15) < 5 or total < (vihl & 15) * 4 or total > flen - 14:
+                self.malformed_ipv4 += 1
+                continue
+            self.rx_frames += 1
+            self.rx_bytes += total
+            handler(frame[6:12], frame[14 : 14 + total])
+        return n
+
+    def send(self, mac: bytes, packet: bytes) -> bool:
+        """Transmit ``packet`` to ``mac`` (BROADCAST_MAC for everyone); False if refused."""
+        hdr = self._headers.get(mac)
+        if hdr is None:
+            hdr = self._headers[mac] = mac + self.mac + self._etype
+        try:
+            self.radio.send(hdr + packet)
+        except OSError:
+            # ENOBUFS/EAGAIN: the interface queue is full; like a full 802.11 queue, drop.
+            self.tx_errors += 1
+            return False
+        self.tx_frames += 1
+        self.tx_bytes += len(packet)
+        return True
+
+    # -- TUN side
+    def drain_tun(self, handler: TunHandler, batch: int = BATCH) -> int:
+        read = os.read
+        fd = self.tun_fd
+        n = 0
+        while n < batch:
+            try:
+                packet = read(fd, MAX_FRAME)
+            except BlockingIOError:
+                break
+            n += 1
+            # IPv6 or anything else the kernel routes to mesh0 is not ours to carry.
+            if len(packet) < 20 or packet[0] >> 4 != 4:
+                self.tun_not_ipv4 += 1
+                continue
+            self.tun_rx += 1
+            handler(packet)
+        return n
+
+    def write_tun(self, packet: bytes) -> None:
+        try:
+            os.write(self.tun_fd, packet)
+        except OSError:
+            self.tun_write_errors += 1
+            return
+        self.tun_tx += 1
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "rx_frames": self.rx_frames,
+            "rx_bytes": self.rx_bytes,
+            "tx_frames": self.tx_frames,
+            "tx_bytes": self.tx_bytes,
+            "tun_rx": self.tun_rx,
+            "tun_tx": self.tun_tx,
+            "malformed_short": self.malformed_short,
+            "malformed_ethertype": self.malformed_ethertype,
+            "malformed_ipv4": self.malformed_ipv4,
+            "tun_not_ipv4": self.tun_not_ipv4,
+            "tx_errors": self.tx_errors,
+            "tun_write_errors": self.tun_write_errors,
+        }

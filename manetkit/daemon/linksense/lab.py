@@ -1,0 +1,169 @@
+"""Link sensing from the lab radio's station table (the lab's stand-in for nl80211).
+
+The radio process of a lab node answers JSON lines on its control socket
+(``manetkit.lab.paths.radio_control_socket``):
+  ``{"cmd":"subscribe"}`` -> a stream of ``{"event":"tx-failed","mac":..,"frame":"<hex>"}``
+                            and ``{"event":"station-new","mac":..,"signal_dbm":..}``
+  ``{"cmd":"stations"}``  -> ``{"ok":true,"stations":[{"mac","signal_dbm",
+                            "signal_avg_dbm","inactive_ms","rx_packets",...}]}``
+Tx failures and new stations arrive as events at once; signal and activity are polled
+every ``poll_s`` (200 ms: fast enough for Atra's 3-sample RFP window, cheap enough).
+A station counts as heard when its rx_packets grew since the last poll (or it is new),
+so a row that lingers in the table without traffic ages out through the hysteresis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from manetkit.daemon.linksense.base import (
+    EventSink,
+    LinkSenseBackend,
+    StationInfo,
+    StationSeen,
+    StationTxFailed,
+)
+
+log = logging.getLogger(__name__)
+
+
+def parse_mac(text: str) -> bytes:
+    mac = bytes.fromhex(text.replace(":", ""))
+    if len(mac) != 6:
+        raise ValueError(f"{text!r} is not a MAC address")
+    return mac
+
+
+def station_from_json(row: dict[str, Any]) -> StationInfo:
+    return StationInfo(
+        mac=parse_mac(row["mac"]),
+        signal_dbm=row.get("signal_dbm"),
+        signal_avg_dbm=row.get("signal_avg_dbm"),
+        inactive_ms=row.get("inactive_ms"),
+        rx_packets=int(row.get("rx_packets", 0)),
+        tx_packets=int(row.get("tx_packets", 0)),
+        tx_retries=int(row.get("tx_retries", 0)),
+        tx_failed=int(row.get("tx_failed", 0)),
+    )
+
+
+class LabBackend(LinkSenseBackend):
+    name = "lab"
+
+    def __init__(
+        self,
+        interface: str,
+        sink: EventSink,
+        control_socket: Path,
+        clock: Callable[[], float],
+        poll_s: float = 0.2,
+    ) -> None:
+        super().__init__(interface, sink)
+        self.control_socket = control_socket
+        self.poll_s = poll_s
+        self._clock = clock
+        self._table: list[StationInfo] = []
+        self._rx_seen: dict[bytes, int] = {}
+        self.malformed = 0
+        self.connected = False
+
+    async def run(self) -> None:
+        await asyncio.gather(self._subscribe_loop(), self._poll_loop())
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        warned = False
+        while True:
+            try:
+                return await asyncio.open_unix_connection(str(self.control_socket))
+            except OSError as exc:
+                if not warned:
+                    log.warning(
+                        "lab radio control socket %s: %s; retrying", self.control_socket, exc
+                    )
+                    warned = True
+                await asyncio.sleep(0.5)
+
+    async def _subscribe_loop(self) -> None:
+        while True:
+            reader, writer = await self._connect()
+            self.connected = True
+            try:
+                writer.write(b'{"cmd":"subscribe"}\n')
+                await writer.drain()
+                while line := await reader.readline():
+                    self._on_event(line)
+            except OSError as exc:
+                log.warning("lab radio subscription lost: %s", exc)
+            finally:
+                self.connected = False
+                writer.close()
+            await asyncio.sleep(0.5)
+
+    def _on_event(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+            kind = msg.get("event")
+            if kind == "tx-failed":
+                frame = bytes.fromhex(msg["frame"]) if msg.get("frame") else None
+                self.sink(self._clock(), StationTxFailed(parse_mac(msg["mac"]), frame))
+            elif kind == "station-new":
+                self.sink(self._clock(), StationSeen(parse_mac(msg["mac"]), msg.get("signal_dbm")))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.malformed += 1  # replies to subscribe ({"ok":true}) land here harmlessly
+
+    async def _poll_loop(self) -> None:
+        while True:
+            reader, writer = await self._connect()
+            try:
+                while True:
+                    writer.write(b'{"cmd":"stations"}\n')
+                    await writer.drain()
+                    line = await reader.readline()
+                    if not line:
+                        break
+                    self._on_table(line)
+                    await asyncio.sleep(self.poll_s)
+            except OSError as exc:
+                log.warning("lab radio station poll failed: %s", exc)
+            finally:
+                writer.close()
+            await asyncio.sleep(0.5)
+
+    def _on_table(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+            rows = [station_from_json(r) for r in msg["stations"]]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.malformed += 1
+            return
+        self._table = rows
+        now = self._clock()
+        for st in rows:
+            before = self._rx_seen.get(st.mac)
+            self._rx_seen[st.mac] = st.rx_packets
+            if before is not None and st.rx_packets <= before:
+                continue  # nothing heard since the last poll
+            signal = st.signal_dbm if st.signal_dbm is not None else st.signal_avg_dbm
+            self.sink(now, StationSeen(st.mac, signal))
+
+    def stations(self) -> list[StationInfo]:
+        return list(self._table)
+
+
+async def lab_request(path: Path, cmd: dict[str, Any], timeout: float = 2.0) -> dict[str, Any]:
+    """One request/reply on a lab control socket (used by status and tests)."""
+    reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), timeout)
+    try:
+        writer.write(json.dumps(cmd).encode() + b"\n")
+        await writer.drain()
+        return json.loads(await asyncio.wait_for(reader.readline(), timeout))
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()

@@ -1,0 +1,450 @@
+"""The daemon's asyncio shell: wires data plane, engine, link sensing and event socket.
+
+aioquic's shape (STYLE.md): every input is fed to the engine with ``now=loop.time()``,
+then :meth:`Daemon._transmit` drains ``next_action()`` and re-arms ONE timer at
+``get_timer()``. The hot path (radio and TUN readiness) handles whole batches per
+callback; nothing per packet touches asyncio.
+
+Link sensing speaks MACs; the shell maps them to mesh addresses (``NeighbourTable``,
+filled by beacons and the engines), applies the hysteresis (``LinkMonitor``) and feeds
+the engine ``LinkUp``/``LinkDown``/``TxFailed``/``SignalSample``, publishing
+neighbour-up/down on the event socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import signal
+import time
+from collections import Counter
+from typing import Any
+
+from manetkit.daemon.config import DaemonConfig
+from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
+from manetkit.daemon.engines.base import (
+    Deliver,
+    Dropped,
+    LinkDown,
+    LinkUp,
+    Notify,
+    RoutingEngine,
+    SendFrame,
+    SignalSample,
+    TxFailed,
+)
+from manetkit.daemon.events import EventServer
+from manetkit.daemon.kernel import KernelGlue
+from manetkit.daemon.linksense.base import (
+    LinkSenseBackend,
+    StationEvent,
+    StationGone,
+    StationSeen,
+    StationTxFailed,
+)
+from manetkit.daemon.linksense.hello import HelloBackend, is_hello, parse_hello
+from manetkit.daemon.linksense.hysteresis import Decision, Down, LinkMonitor, Signal, Up
+from manetkit.daemon.neighbours import NeighbourTable
+from manetkit.errors import UserError
+
+log = logging.getLogger("manetkit.daemon")
+
+_ETH_HLEN = 14
+
+
+def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
+    if cfg.protocol == "static":
+        from manetkit.daemon.engines.static import StaticEngine
+
+        return StaticEngine(cfg.address, cfg.static_routes, neighbours)
+    try:
+        mod = importlib.import_module(f"manetkit.daemon.engines.{cfg.protocol}")
+    except ModuleNotFoundError as exc:
+        raise UserError(f"protocol: this build has no {cfg.protocol} engine yet") from exc
+    engine_cls = getattr(mod, f"{cfg.protocol.capitalize()}Engine")
+    engine = engine_cls(cfg.address, cfg.engine_config(), neighbours)
+    # The send buffer limits are daemon-wide settings (send_buffer:); apply them to the
+    # engine's buffer when it keeps one (both AODV and DSR do).
+    buf = getattr(engine, "send_buffer", None)
+    if buf is not None and hasattr(buf, "max_packets"):
+        buf.max_packets = cfg.send_buffer.packets
+        buf.timeout = cfg.send_buffer.timeout_s
+    return engine
+
+
+class Daemon:
+    def __init__(self, cfg: DaemonConfig) -> None:
+        self.cfg = cfg
+        self.neighbours = NeighbourTable()
+        self.engine = make_engine(cfg, self.neighbours)
+        for addr, mac in cfg.static_neighbours.items():
+            self.neighbours.learn(0.0, addr, bytes.fromhex(mac.replace(":", "")))
+        self.dp: DataPlane | None = None
+        self.kernel: KernelGlue | None = None
+        self.events = EventServer(cfg.event_socket, self.status)
+        hy = cfg.link_sensing.hysteresis
+        if cfg.link_sensing.backend == "hello":
+            self.monitor = LinkMonitor.for_hello(
+                cfg.link_sensing.hello.interval_s,
+                hy.missed_hellos,
+                tx_failures=hy.tx_failures,
+                min_signal_dbm=hy.min_signal_dbm,
+            )
+        else:
+            self.monitor = LinkMonitor(hy.inactive_s, hy.tx_failures, hy.min_signal_dbm)
+        self.backend: LinkSenseBackend | None = None
+        self.beacon: HelloBackend | None = None
+        self.drops: Counter[str] = Counter()
+        self.counters: Counter[str] = Counter()
+        self._announced: set[bytes] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._now = 0.0
+        self._engine_timer: asyncio.TimerHandle | None = None
+        self._engine_deadline: float | None = None
+        self._monitor_timer: asyncio.TimerHandle | None = None
+        self._monitor_deadline: float | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stop = asyncio.Event()
+        self._hello_port = cfg.link_sensing.hello.port
+        self.started_at = time.time()
+
+    # -- lifecycle --------------------------------------------------------------------
+    async def run(self) -> None:
+        """Set up, serve until SIGTERM/SIGINT or :meth:`stop`, and undo everything."""
+        loop = self._loop = asyncio.get_running_loop()
+        cfg = self.cfg
+        try:
+            await self.events.start()
+        except OSError as exc:
+            raise UserError(f"event_socket: {exc}") from None
+        try:
+            self.kernel = KernelGlue(
+                cfg.tun_name, cfg.address, cfg.prefix, cfg.tun_mtu(), cfg.radio_interface
+            )
+            try:
+                self.kernel.check_radio()
+            except LookupError as exc:
+                raise UserError(f"radio_interface: {exc}") from None
+            self.kernel.remove_stale_tun()
+            self.dp = DataPlane.open(cfg.tun_name, cfg.radio_interface, cfg.ethertype)
+            self.kernel.configure_tun()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._stop.set)
+            loop.add_reader(self.dp.radio.fileno(), self._on_radio)
+            loop.add_reader(self.dp.tun_fd, self._on_tun)
+            self._start_link_sensing()
+            log.info(
+                "%s daemon up: %s on %s, radio %s (%s), mtu %d",
+                cfg.protocol,
+                cfg.address,
+                cfg.tun_name,
+                cfg.radio_interface,
+                ":".join(f"{b:02x}" for b in self.dp.mac),
+                cfg.tun_mtu(),
+            )
+            await self._stop.wait()
+        finally:
+            await self._shutdown()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _shutdown(self) -> None:
+        loop = self._loop
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        for h in (self._engine_timer, self._monitor_timer):
+            if h:
+                h.cancel()
+        if loop is not None:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(Exception):
+                    loop.remove_signal_handler(sig)
+        if self.dp is not None and loop is not None:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(self.dp.radio.fileno())
+            with contextlib.suppress(Exception):
+                loop.remove_reader(self.dp.tun_fd)
+        if self.kernel is not None:
+            self.kernel.undo()
+        if self.dp is not None:
+            self.dp.close()  # closing the fd deletes the (non-persistent) TUN
+            self.dp = None
+        if self.kernel is not None:
+            self.kernel.close()
+        await self.events.close()
+        log.info("daemon stopped, %s removed", self.cfg.tun_name)
+
+    def _start_link_sensing(self) -> None:
+        cfg = self.cfg
+        ls = cfg.link_sensing
+        assert self._loop is not None
+        # Beacons always run: they give every backend the MAC <-> address mapping.
+        self.beacon = HelloBackend(
+            cfg.radio_interface,
+            self._on_station,
+            cfg.address,
+            ls.hello.interval_s,
+            self._send_broadcast,
+            self._loop.time,
+            ls.hello.port,
+        )
+        self._tasks.append(asyncio.create_task(self.beacon.run()))
+        if ls.backend == "hello":
+            self.backend = self.beacon
+        elif ls.backend == "lab":
+            from manetkit.daemon.linksense.lab import LabBackend
+            from manetkit.lab.paths import radio_control_socket
+
+            assert cfg.lab is not None
+            self.backend = LabBackend(
+                cfg.radio_interface,
+                self._on_station,
+                radio_control_socket(cfg.lab.name, cfg.lab.node),
+                self._loop.time,
+                ls.poll_s,
+            )
+            self._tasks.append(asyncio.create_task(self.backend.run()))
+        else:
+            mod = importlib.import_module("manetkit.daemon.linksense.nl80211")
+            cls = next(
+                v
+                for v in vars(mod).values()
+                if isinstance(v, type)
+                and issubclass(v, LinkSenseBackend)
+                and v is not LinkSenseBackend
+            )
+            self.backend = cls(cfg.radio_interface, self._on_station)
+            self._tasks.append(asyncio.create_task(self.backend.run()))
+
+    # -- hot path ---------------------------------------------------------------------
+    def _on_radio(self) -> None:
+        assert self._loop is not None and self.dp is not None
+        self._now = self._loop.time()
+        self.dp.drain_radio(self._rx_frame)
+        self._transmit()
+
+    def _rx_frame(self, mac: bytes, packet: bytes) -> None:
+        if packet[16] == 255 and is_hello(packet, self._hello_port):
+            self._on_hello(mac, packet)
+            return
+        self.engine.receive_frame(self._now, packet, mac)
+
+    def _on_tun(self) -> None:
+        assert self._loop is not None and self.dp is not None
+        now = self._now = self._loop.time()
+        send_local = self.engine.send_local
+        self.dp.drain_tun(lambda p: send_local(now, p))
+        self._transmit()
+
+    def _transmit(self) -> None:
+        """Carry out the engine's actions, then re-arm its one timer."""
+        engine = self.engine
+        dp = self.dp
+        assert dp is not None
+        mac_of = self.neighbours.mac_of
+        next_action = engine.next_action
+        while (a := next_action()) is not None:
+            t = type(a)
+            if t is SendFrame:
+                hop = a.next_hop
+                if hop is None:
+                    dp.send(BROADCAST_MAC, a.packet)
+                else:
+                    mac = mac_of(hop)
+                    if mac is None:
+                        self.drops["no-neighbour-mac"] += 1
+                    else:
+                        dp.send(mac, a.packet)
+            elif t is Deliver:
+                dp.write_tun(a.packet)
+            elif t is Notify:
+                self.events.publish(a.event, a.fields)
+            elif t is Dropped:
+                self.drops[a.reason] += 1
+        self._arm_engine_timer()
+
+    def _arm_engine_timer(self) -> None:
+        deadline = self.engine.get_timer()
+        if deadline == self._engine_deadline:
+            return
+        if self._engine_timer is not None:
+            self._engine_timer.cancel()
+            self._engine_timer = None
+        self._engine_deadline = deadline
+        if deadline is not None and self._loop is not None:
+            self._engine_timer = self._loop.call_at(deadline, self._on_engine_timer)
+
+    def _on_engine_timer(self) -> None:
+        assert self._loop is not None
+        self._engine_timer = None
+        self._engine_deadline = None
+        self.engine.handle_timer(self._loop.time())
+        self._transmit()
+
+    def _send_broadcast(self, packet: bytes) -> None:
+        if self.dp is not None:
+            self.dp.send(BROADCAST_MAC, packet)
+
+    # -- link sensing -----------------------------------------------------------------
+    def _on_hello(self, mac: bytes, packet: bytes) -> None:
+        hello = parse_hello(packet, self._hello_port)
+        if hello is None:
+            self.counters["bad-hello"] += 1
+            return
+        if hello.address == self.cfg.address:
+            self.counters["hello-own-address"] += 1  # a duplicate address on the mesh
+            return
+        self.counters["hello-rx"] += 1
+        self.neighbours.learn(self._now, hello.address, mac)
+        if self.beacon is self.backend:
+            self.beacon.received(self._now, mac, hello)  # -> _on_station(StationSeen)
+        elif self.monitor.is_up(mac) and mac not in self._announced:
+            # The station was up before we knew its address: announce it now.
+            self._apply(self._now, [Up(mac, self.monitor.signal(mac))])
+
+    def _on_station(self, now: float, ev: StationEvent) -> None:
+        if isinstance(ev, StationSeen):
+            decisions = self.monitor.heard(now, ev.mac, ev.signal_dbm)
+        elif isinstance(ev, StationGone):
+            decisions = self.monitor.gone(now, ev.mac, ev.reason)
+        elif isinstance(ev, StationTxFailed):
+            self.counters["tx-failed"] += 1
+            addr = self.neighbours.address_of(ev.mac)
+            if addr is not None:
+                self.engine.link_event(now, TxFailed(addr, self._packet_of(ev.frame)))
+            decisions = self.monitor.tx_failed(now, ev.mac)
+        else:
+            return
+        self._apply(now, decisions)
+
+    def _packet_of(self, frame: bytes | None) -> bytes | None:
+        """The IPv4 packet inside a returned failed frame (for salvaging and ELFN)."""
+        if not frame or len(frame) < _ETH_HLEN + 20:
+            return None
+        if int.from_bytes(frame[12:14], "big") != self.cfg.ethertype:
+            return None
+        packet = frame[_ETH_HLEN:]
+        total = int.from_bytes(packet[2:4], "big")
+        return packet[:total] if 20 <= total <= len(packet) else None
+
+    def _apply(self, now: float, decisions: list[Decision]) -> None:
+        for d in decisions:
+            addr = self.neighbours.address_of(d.mac)
+            mac_s = ":".join(f"{b:02x}" for b in d.mac)
+            if isinstance(d, Up):
+                if addr is None:
+                    continue  # announced once a beacon or the engine maps the MAC
+                self._announced.add(d.mac)
+                n = self.neighbours.get(addr)
+                if n is not None:
+                    n.up = True
+                    if d.signal_dbm is not None:
+                        n.signal_dbm = d.signal_dbm
+                self.engine.link_event(now, LinkUp(addr, d.signal_dbm))
+                self.events.publish(
+                    "neighbour-up",
+                    {"neighbour": str(addr), "mac": mac_s, "signal_dbm": d.signal_dbm},
+                )
+            elif isinstance(d, Down):
+                if addr is None or d.mac not in self._announced:
+                    continue
+                self._announced.discard(d.mac)
+                n = self.neighbours.get(addr)
+                if n is not None:
+                    n.up = False
+                self.engine.link_event(now, LinkDown(addr, d.reason))
+                self.events.publish(
+                    "neighbour-down", {"neighbour": str(addr), "mac": mac_s, "reason": d.reason}
+                )
+            elif isinstance(d, Signal) and addr is not None:
+                n = self.neighbours.get(addr)
+                if n is not None:
+                    n.signal_dbm = d.signal_dbm
+                self.engine.link_event(now, SignalSample(addr, d.signal_dbm, now))
+        if self.dp is not None:
+            self._transmit()
+        self._arm_monitor_timer()
+
+    def _arm_monitor_timer(self) -> None:
+        deadline = self.monitor.next_deadline()
+        if deadline == self._monitor_deadline or self._loop is None:
+            return
+        if self._monitor_timer is not None:
+            self._monitor_timer.cancel()
+        self._monitor_deadline = deadline
+        self._monitor_timer = (
+            self._loop.call_at(deadline, self._on_monitor_timer) if deadline is not None else None
+        )
+
+    def _on_monitor_timer(self) -> None:
+        assert self._loop is not None
+        self._monitor_timer = None
+        self._monitor_deadline = None
+        now = self._loop.time()
+        self._apply(now, self.monitor.tick(now))
+
+    # -- status -----------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        now = self._loop.time() if self._loop else 0.0
+        stations = {st.mac: st for st in (self.backend.stations() if self.backend else [])}
+        neighbours = []
+        for n in self.neighbours:
+            st = stations.get(n.mac)
+            neighbours.append(
+                {
+                    "address": str(n.address),
+                    "mac": ":".join(f"{b:02x}" for b in n.mac),
+                    "up": n.up and self.monitor.is_up(n.mac),
+                    "signal_dbm": n.signal_dbm,
+                    "last_heard_s": round(now - n.last_heard, 3) if n.last_heard else None,
+                    "tx_failed": st.tx_failed if st else None,
+                }
+            )
+        engine_status = self.engine.status()
+        buf = getattr(self.engine, "send_buffer", None)
+        send_buffer: dict[str, Any] = {"packets": 0, "limit": self.cfg.send_buffer.packets}
+        if buf is not None:
+            send_buffer = {
+                "packets": len(buf),
+                "limit": buf.max_packets,
+                "timeout_s": buf.timeout,
+                "destinations": {str(d): buf.waiting(d) for d in buf.destinations()},
+                "drops": dict(buf.drops),
+            }
+        return {
+            "address": str(self.cfg.address),
+            "protocol": self.cfg.protocol,
+            "tun": self.cfg.tun_name,
+            "radio_interface": self.cfg.radio_interface,
+            "link_sensing": self.cfg.link_sensing.backend,
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "neighbours": neighbours,
+            "engine": engine_status,
+            "send_buffer": send_buffer,
+            "counters": {
+                "dataplane": self.dp.counters() if self.dp else {},
+                "drops": dict(self.drops),
+                "shell": dict(self.counters),
+                "events": self.events.counters(),
+                "beacons_sent": self.beacon.sent if self.beacon else 0,
+            },
+        }
+
+
+def run_daemon(cfg: DaemonConfig) -> None:
+    """Run until SIGTERM/SIGINT, on uvloop when it is installed."""
+    daemon = Daemon(cfg)
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(daemon.run())

@@ -1,0 +1,113 @@
+"""``manetkit status [--socket PATH] [--json]``: a running daemon's state as tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from manetkit.daemon.events import request
+from manetkit.errors import UserError
+
+DEFAULT_SOCKET = "/run/manetkit/events.sock"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--socket", default=DEFAULT_SOCKET, help="the daemon's event socket")
+    parser.add_argument("--json", action="store_true", help="print the raw status JSON")
+    parser.set_defaults(func=main)
+
+
+def fetch(path: str) -> dict[str, Any]:
+    try:
+        reply = request(path, {"cmd": "status"})
+    except (OSError, ValueError) as exc:
+        raise UserError(f"no daemon answers on {path}: {exc}") from None
+    if not reply.get("ok"):
+        raise UserError(f"daemon on {path} refused status: {reply.get('error')}")
+    return reply["status"]
+
+
+def main(args: argparse.Namespace) -> int:
+    st = fetch(args.socket)
+    if args.json:
+        print(json.dumps(st, indent=2, sort_keys=True))
+        return 0
+    render(st, Console())
+    return 0
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    if isinstance(v, list | tuple):
+        return " ".join(str(x) for x in v)
+    return str(v)
+
+
+def render(st: dict[str, Any], console: Console) -> None:
+    console.print(
+        f"[bold]{st['address']}[/bold]  {st['protocol']} on {st['tun']}  radio "
+        f"{st['radio_interface']} ({st['link_sensing']} link sensing)  up {st['uptime_s']} s"
+    )
+    t = Table(title="neighbours")
+    for col in ("address", "mac", "up", "signal dBm", "last heard s", "tx failed"):
+        t.add_column(col)
+    for n in st["neighbours"]:
+        t.add_row(
+            n["address"],
+            n["mac"],
+            "yes" if n["up"] else "no",
+            _fmt(n["signal_dbm"]),
+            _fmt(n["last_heard_s"]),
+            _fmt(n["tx_failed"]),
+        )
+    console.print(t)
+
+    engine = st.get("engine", {})
+    # Engines report routes (AODV, static) or cached paths (DSR) as lists of flat dicts.
+    for key in ("routes", "paths", "cache"):
+        rows = engine.get(key)
+        if not rows or not isinstance(rows, list) or not isinstance(rows[0], dict):
+            continue
+        t = Table(title=key)
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        for c in cols:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*(_fmt(r.get(c)) for c in cols))
+        console.print(t)
+
+    sb = st.get("send_buffer", {})
+    t = Table(title="send buffer")
+    t.add_column("packets")
+    t.add_column("limit")
+    t.add_column("waiting by destination")
+    t.add_column("drops")
+    t.add_row(
+        _fmt(sb.get("packets")),
+        _fmt(sb.get("limit")),
+        " ".join(f"{d}:{n}" for d, n in (sb.get("destinations") or {}).items()) or "-",
+        " ".join(f"{r}:{n}" for r, n in (sb.get("drops") or {}).items()) or "-",
+    )
+    console.print(t)
+
+    t = Table(title="counters")
+    t.add_column("group")
+    t.add_column("counter")
+    t.add_column("value", justify="right")
+    groups = dict(st.get("counters", {}))
+    if isinstance(engine.get("counters"), dict):
+        groups["engine"] = engine["counters"]
+    for group, values in groups.items():
+        if isinstance(values, dict):
+            for k, v in sorted(values.items()):
+                t.add_row(group, k, _fmt(v))
+        else:
+            t.add_row(group, "", _fmt(values))
+    console.print(t)
