@@ -1,0 +1,1 @@
+"""Transparent split-TCP proxy: resumable sessions between peer proxies over the mesh."""
