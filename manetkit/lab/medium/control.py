@@ -1,0 +1,45 @@
+"""Client of the medium's control socket (JSON lines, one reply per request).
+
+Requests: ``{"cmd": "ping"}``, ``{"cmd": "positions"}``, ``{"cmd": "neighbours",
+"node": "n1"}``, ``{"cmd": "stats"}``, ``{"cmd": "move", "node": "n3", "x": .., "y": ..,
+"speed": null}``, ``{"cmd": "link", "a": "n1", "b": "n2", "state": "down"}``.
+Replies carry ``"ok": true`` or ``"ok": false, "error": "..."``. See docs/medium.md.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from manetkit.errors import UserError
+from manetkit.lab import paths
+
+
+def control_path(lab_or_path: str | Path) -> Path:
+    """A lab name gives that lab's control socket; anything with a '/' is a path."""
+    s = str(lab_or_path)
+    return Path(s) if "/" in s else paths.medium_control_socket(s)
+
+
+def control(lab_or_path: str | Path, request: dict, timeout: float = 5.0) -> dict:
+    """Send one request, return the reply. Raises UserError if the medium is not running."""
+    path = control_path(lab_or_path)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(path))
+            s.sendall(json.dumps(request).encode() + b"\n")
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise UserError(f"no medium is listening on {path} (is the lab up?)") from None
+    except TimeoutError:
+        raise UserError(f"the medium on {path} did not answer within {timeout} s") from None
+    if not buf:
+        raise UserError(f"the medium on {path} closed the connection without a reply")
+    return json.loads(buf)

@@ -1,0 +1,135 @@
+"""Ground truth: the connectivity graph over time, and hop counts derived from it.
+
+The medium appends one JSON line to the lab's ground-truth log whenever the graph
+changes (checked every 100 ms and after every ``move``/``link`` command):
+
+    {"t": 12.3, "wall": 1718000000.123, "edges": [["n1", "n2"], ["n2", "n3"]]}
+
+``t`` is seconds since the lab started, ``wall`` Unix time; an edge means the two nodes
+receive each other (received power >= the reception threshold, or forced up). The first
+line is the graph at t = 0. :func:`hop_counts` turns a log (or a scenario's mobility,
+sampled) into the shortest-path hop count between two nodes over time, the t_i of
+Holland & Vaidya's expected-throughput formula (eq. 3.1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from manetkit.lab.medium.topology import Snapshot
+
+
+def bfs_hops(edges: Iterable[tuple[str, str]] | Iterable[list[str]], a: str, b: str) -> int | None:
+    """Shortest-path hop count from ``a`` to ``b`` (0 if equal), None if partitioned."""
+    if a == b:
+        return 0
+    adj: dict[str, list[str]] = {}
+    for u, v in edges:
+        adj.setdefault(u, []).append(v)
+        adj.setdefault(v, []).append(u)
+    seen = {a}
+    q = deque([(a, 0)])
+    while q:
+        u, d = q.popleft()
+        for v in adj.get(u, ()):
+            if v == b:
+                return d + 1
+            if v not in seen:
+                seen.add(v)
+                q.append((v, d + 1))
+    return None
+
+
+def snapshot_edges(snap: Snapshot) -> list[list[str]]:
+    return [[f"n{i + 1}", f"n{j + 1}"] for i, j in snap.edges()]
+
+
+class GroundTruthLog:
+    """Writes a line when the graph differs from the last one written."""
+
+    def __init__(self, out: IO[str] | None, t0_wall: float | None = None):
+        self.out = out
+        self.t0_wall = time.time() if t0_wall is None else t0_wall
+        self.last: list[list[str]] | None = None
+        self.changes = 0
+
+    def observe(self, t: float, edges: list[list[str]]) -> dict[str, Any] | None:
+        if edges == self.last:
+            return None
+        self.last = edges
+        self.changes += 1
+        event = {"t": round(t, 4), "wall": round(self.t0_wall + t, 4), "edges": edges}
+        if self.out is not None:
+            self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
+            self.out.flush()
+        return event
+
+
+def read_log(path: str | Path) -> list[dict[str, Any]]:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def scenario_events(
+    scenario, duration_s: float | None = None, step_s: float = 0.1
+) -> list[dict[str, Any]]:
+    """The ground-truth events a scenario's mobility produces (no medium needed)."""
+    from manetkit.lab.medium.mac import propagation_from_scenario
+    from manetkit.lab.medium.mobility import build_world
+
+    world = build_world(scenario)
+    prop = propagation_from_scenario(scenario)
+    duration = duration_s if duration_s is not None else (scenario.duration_s or 0.0)
+    log = GroundTruthLog(None, t0_wall=0.0)
+    events = []
+    steps = int(round(duration / step_s)) if world.mobile else 0
+    for k in range(steps + 1):
+        t = k * step_s
+        ev = log.observe(t, snapshot_edges(Snapshot(t, world.positions(t), prop, world.links)))
+        if ev is not None:
+            events.append(ev)
+    return events
+
+
+def hop_counts(
+    source: str | Path | Iterable[dict[str, Any]] | Any,
+    a: str,
+    b: str,
+    *,
+    duration_s: float | None = None,
+    step_s: float = 0.1,
+) -> list[tuple[float, int | None]]:
+    """Shortest-path hop count between ``a`` and ``b`` over time: ``[(t, hops), ...]``,
+    one entry from each time it changes (None = partitioned).
+
+    ``source`` is a ground-truth log path, an iterable of its events, or a
+    :class:`~manetkit.lab.scenario.Scenario` (its mobility sampled every ``step_s``
+    for ``duration_s``, default the scenario's ``duration_s``).
+    """
+    if isinstance(source, (str, Path)):
+        events: Iterable[dict[str, Any]] = read_log(source)
+    elif hasattr(source, "mobility") and hasattr(source, "nodes"):
+        events = scenario_events(source, duration_s, step_s)
+    else:
+        events = source
+    out: list[tuple[float, int | None]] = []
+    for ev in events:
+        h = bfs_hops(ev["edges"], a, b)
+        if not out or out[-1][1] != h:
+            out.append((float(ev["t"]), h))
+    return out
+
+
+def time_at_hops(counts: list[tuple[float, int | None]], end_t: float) -> dict[int | None, float]:
+    """Seconds spent at each hop count up to ``end_t`` (the t_i of eq. 3.1)."""
+    out: dict[int | None, float] = {}
+    for k, (t, h) in enumerate(counts):
+        nxt = counts[k + 1][0] if k + 1 < len(counts) else end_t
+        if nxt > t:
+            out[h] = out.get(h, 0.0) + min(nxt, end_t) - t
+    return out

@@ -1,0 +1,452 @@
+"""Sans-I/O 802.11 DCF medium: who transmits when, who receives what.
+
+Inputs: :meth:`Medium.transmit` (a node puts a frame on the air), :meth:`Medium.handle_timer`;
+:meth:`Medium.get_timer` gives the next instant anything happens. Outputs accumulate in
+:attr:`Medium.deliveries` ``(dst_node, rssi_dbm, frame)`` and :attr:`Medium.statuses`
+``(src_node, dst_mac, retries, ok, frame)``; the shell drains both after each call.
+Node numbers are the lab's ids (n1 = 1); internally 0-based indexes.
+
+The model (IEEE 802.11 DCF, clause 10.3; ns-2's ``Mac802_11`` for the choices the
+papers' simulations made):
+
+- each node has a drop-tail interface queue (``queue_frames``, 50 as in ns-2's IFQ);
+- a node contends for its head frame with DIFS + a uniform backoff in [0, CW] slots,
+  counted down only while no node within its carrier-sense range transmits (the backoff
+  freezes and resumes after the next DIFS), so nodes within 550 m of each other never
+  overlap; same-slot collisions of such nodes are not modelled (the tie goes to one);
+- broadcast (group bit set in the destination MAC): sent once, no ACK, received by every
+  node within reception range, each subject to the random loss;
+- unicast: received if the destination is in range, attached, not lost at random and not
+  hit by interference; each attempt costs data + SIFS + ACK; a failed attempt doubles CW
+  (up to CWmax) and retries, up to ``retry_limit`` retries, then a tx-failure status
+  carrying the frame. A destination MAC that is no lab radio's gets the same treatment,
+  as a real MAC gets no ACK;
+- interference (``radio.interference``, on by default): a reception fails if the
+  receiver carrier-senses another transmission that overlaps it and either started
+  first (the receiver had locked onto it; ns-2's PHY behaves so) or is not at least
+  10 dB weaker (ns-2's CPThresh capture). Only hidden terminals (beyond each other's
+  carrier sense) can overlap. This is what lowers a long chain towards a plateau, as in
+  ns-2 (Holland & Vaidya fig. 1; Li et al., "Capacity of ad hoc wireless networks").
+  ACKs are not subject to interference (a simplification).
+
+Accuracy: every start and end time is computed on a virtual schedule (exact floats from
+the previous event), never from when the timer actually fired; a late wake-up only
+delays when results are handed out, and all events already due are processed in one
+call, so lateness never turns into lost airtime.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Callable
+
+from manetkit.lab.medium.airtime import Airtime
+from manetkit.lab.medium.mobility import World
+from manetkit.lab.medium.propagation import TwoRayGround
+from manetkit.lab.medium.protocol import mac_node
+from manetkit.lab.medium.topology import Snapshot
+
+IDLE, CONTEND, TX = 0, 1, 2
+_END, _START = 0, 1  # at equal times a transmission ends before another starts
+CAPTURE_RATIO = 10.0  # 10 dB, ns-2's CPThresh_
+_BROADCAST = -1
+_NOBODY = -2
+
+
+class _Node:
+    __slots__ = (
+        "queue",
+        "state",
+        "cw",
+        "backoff",
+        "count_from",
+        "gen",
+        "retries",
+        "busy_until",
+        "tx",
+        "attached",
+        "drops",
+        "sent",
+        "received",
+        "busy_s",
+    )
+
+    def __init__(self, cw: int):
+        self.queue: deque[bytes] = deque()
+        self.state = IDLE
+        self.cw = cw
+        self.backoff = 0
+        self.count_from = 0.0  # when the backoff countdown (re)starts
+        self.gen = 0  # invalidates scheduled starts when the countdown is frozen
+        self.retries = 0
+        self.busy_until = 0.0  # end of the last transmission this node carrier-senses
+        self.tx: _Tx | None = None
+        self.attached = True
+        self.drops = 0
+        self.sent = 0
+        self.received = 0
+        self.busy_s = 0.0
+
+
+class _Tx:
+    __slots__ = ("src", "start", "end", "dst", "frame", "receivers", "lost")
+
+    def __init__(
+        self, src: int, start: float, end: float, dst: int, frame: bytes, receivers: list[int]
+    ):
+        self.src = src
+        self.start = start
+        self.end = end
+        self.dst = dst
+        self.frame = frame
+        self.receivers = receivers
+        self.lost: set[int] | None = None
+
+
+class Medium:
+    """The shared channel of one lab (see the module docstring for the model)."""
+
+    def __init__(
+        self,
+        world: World,
+        airtime: Airtime | None = None,
+        propagation: TwoRayGround | None = None,
+        *,
+        queue_frames: int = 50,
+        retry_limit: int = 7,
+        loss: float = 0.0,
+        link_loss: dict[tuple[int, int], float] | None = None,
+        interference: bool = True,
+        seed: int = 1,
+        refresh_s: float = 0.05,
+    ):
+        self.world = world
+        self.n = world.n
+        self.airtime = airtime or Airtime()
+        self.prop = propagation or TwoRayGround()
+        self.queue_frames = queue_frames
+        self.retry_limit = retry_limit
+        self.loss = loss
+        # per-link loss overrides by 0-based pair (a < b)
+        self.link_loss = {(min(a, b), max(a, b)): p for (a, b), p in (link_loss or {}).items()}
+        self.interference = interference
+        self.rng = random.Random(f"manetkit-mac:{seed}")
+        self.refresh_s = refresh_s  # how stale positions may get for a moving world
+
+        phy = self.airtime.phy
+        self.slot = phy.slot_us * 1e-6
+        self.difs = phy.difs_us * 1e-6
+        self.cw_min, self.cw_max = phy.cw_min, phy.cw_max
+        self._ack_s = (phy.sifs_us + self.airtime.ack_us()) * 1e-6
+        self._data_s: dict[int, float] = {}
+
+        self.nodes = [_Node(self.cw_min) for _ in range(self.n)]
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._seq = 0
+        self._active: list[_Tx] = []
+        self.snapshot: Snapshot = self._snap(0.0)
+        self._snap_version = world.version
+
+        self.deliveries: list[tuple[int, float, bytes]] = []
+        self.statuses: list[tuple[int, bytes, int, bool, bytes]] = []
+        self.counters = {
+            "frames_in": 0,
+            "transmissions": 0,
+            "delivered": 0,
+            "broadcast": 0,
+            "unicast_ok": 0,
+            "unicast_failed": 0,
+            "retries": 0,
+            "queue_drops": 0,
+            "random_losses": 0,
+            "interference_losses": 0,
+            "airtime_s": 0.0,
+        }
+        # Hook for the ground-truth log: called with each fresh snapshot.
+        self.on_snapshot: Callable[[Snapshot], None] | None = None
+
+    # --- topology -------------------------------------------------------------------
+
+    def _snap(self, t: float) -> Snapshot:
+        return Snapshot(t, self.world.positions(t), self.prop, self.world.links)
+
+    def refresh(self, t: float, force: bool = False) -> Snapshot:
+        """Recompute who hears whom if the world moved (at most every ``refresh_s``)."""
+        snap = self.snapshot
+        if (
+            force
+            or self.world.version != self._snap_version
+            or (self.world.mobile and t - snap.t >= self.refresh_s)
+        ):
+            self._snap_version = self.world.version
+            snap = self.snapshot = self._snap(t)
+            if self.on_snapshot is not None:
+                self.on_snapshot(snap)
+        return snap
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def set_attached(self, node: int, attached: bool) -> None:
+        """A detached node neither receives nor acknowledges; its queue is dropped."""
+        nd = self.nodes[node - 1]
+        nd.attached = attached
+        if not attached:
+            head = nd.queue[0] if nd.state == TX and nd.queue else None
+            nd.queue.clear()
+            if head is not None:
+                nd.queue.append(head)
+
+    def transmit(self, now: float, src: int, frame: bytes) -> bool:
+        """Node ``src`` hands a frame to its MAC; False if the interface queue was full."""
+        if self._heap and self._heap[0][0] <= now:
+            self.handle_timer(now)
+        self.counters["frames_in"] += 1
+        nd = self.nodes[src - 1]
+        if len(nd.queue) >= self.queue_frames:
+            nd.drops += 1
+            self.counters["queue_drops"] += 1
+            return False
+        nd.queue.append(frame)
+        if nd.state == IDLE:
+            self._contend(src - 1, now)
+        return True
+
+    def handle_timer(self, now: float) -> None:
+        """Process every event due at or before ``now``, each at its own virtual time."""
+        heap = self._heap
+        nodes = self.nodes
+        while heap and heap[0][0] <= now:
+            t, kind, _, i, gen = heapq.heappop(heap)
+            if gen != nodes[i].gen:
+                continue  # a start superseded by a frozen backoff
+            if kind == _END:
+                self._end(i, t)
+            else:
+                self._start(i, t)
+
+    def get_timer(self) -> float | None:
+        heap = self._heap
+        nodes = self.nodes
+        while heap and heap[0][4] != nodes[heap[0][3]].gen:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def take_outputs(self) -> tuple[list, list]:
+        d, s = self.deliveries, self.statuses
+        self.deliveries, self.statuses = [], []
+        return d, s
+
+    # --- the DCF --------------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, i: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, i, self.nodes[i].gen))
+
+    def _contend(self, i: int, t: float) -> None:
+        nd = self.nodes[i]
+        nd.state = CONTEND
+        nd.backoff = self.rng.randint(0, nd.cw)
+        nd.count_from = max(t, nd.busy_until) + self.difs
+        nd.gen += 1
+        self._push(nd.count_from + nd.backoff * self.slot, _START, i)
+
+    def _duration(self, length: int, unicast: bool) -> float:
+        d = self._data_s.get(length)
+        if d is None:
+            d = self._data_s[length] = self.airtime.data_us(length) * 1e-6
+        return d + self._ack_s if unicast else d
+
+    def _lossy(self, a: int, b: int) -> bool:
+        p = (
+            self.link_loss.get((a, b) if a < b else (b, a), self.loss)
+            if self.link_loss
+            else self.loss
+        )
+        return p > 0 and self.rng.random() < p
+
+    def _start(self, i: int, t: float) -> None:
+        snap = self.refresh(t)
+        nd = self.nodes[i]
+        frame = nd.queue[0]
+        if frame[0] & 1:
+            dst = _BROADCAST
+            receivers = list(snap.rx[i])
+        else:
+            d = mac_node(frame[:6])
+            if d is not None and 1 <= d <= self.n:
+                dst = d - 1
+                receivers = [dst] if dst in snap.rx_sets[i] else []
+            else:
+                dst, receivers = _NOBODY, []
+        end = t + self._duration(len(frame), dst != _BROADCAST)
+        tx = _Tx(i, t, end, dst, frame, receivers)
+        if self.interference and self._active:
+            self._interfere(tx, snap)
+        nd.state = TX
+        nd.tx = tx
+        self._active.append(tx)
+        c = self.counters
+        c["transmissions"] += 1
+        c["airtime_s"] += end - t
+        nd.busy_s += end - t
+        # Everyone within carrier-sense range defers: freeze their backoff countdowns.
+        slot, difs, nodes = self.slot, self.difs, self.nodes
+        for j in snap.cs[i]:
+            m = nodes[j]
+            if end > m.busy_until:
+                m.busy_until = end
+            if m.state == CONTEND:
+                if t > m.count_from:
+                    m.backoff = max(0, m.backoff - int((t - m.count_from) / slot + 1e-6))
+                m.count_from = m.busy_until + difs
+                m.gen += 1
+                self._push(m.count_from + m.backoff * slot, _START, j)
+        self._push(end, _END, i)
+
+    def _interfere(self, tx: _Tx, snap: Snapshot) -> None:
+        """Hidden-terminal overlap between ``tx`` and transmissions already on the air."""
+        p = snap.power_w
+        cs_thr = self.prop.cs_threshold_w
+        src = tx.src
+        for a in self._active:
+            # Receivers of ``a`` hit by the new signal (or transmitting it themselves).
+            for r in a.receivers:
+                pr = p[src][r]
+                if r == src or (pr >= cs_thr and p[a.src][r] < CAPTURE_RATIO * pr):
+                    if a.lost is None:
+                        a.lost = set()
+                    a.lost.add(r)
+        # Receivers of ``tx`` that are transmitting or already locked onto another frame.
+        if tx.receivers:
+            keep = []
+            for r in tx.receivers:
+                if any(a.src == r or p[a.src][r] >= cs_thr for a in self._active):
+                    if tx.lost is None:
+                        tx.lost = set()
+                    tx.lost.add(r)
+                keep.append(r)
+            tx.receivers = keep
+
+    def _end(self, i: int, t: float) -> None:
+        nd = self.nodes[i]
+        tx = nd.tx
+        assert tx is not None
+        nd.tx = None
+        self._active.remove(tx)
+        nodes = self.nodes
+        c = self.counters
+        snap = self.snapshot
+        lost = tx.lost
+        frame = tx.frame
+        if tx.dst == _BROADCAST:
+            c["broadcast"] += 1
+            for r in tx.receivers:
+                if lost is not None and r in lost:
+                    c["interference_losses"] += 1
+                    continue
+                if not nodes[r].attached:
+                    continue
+                if self._lossy(i, r):
+                    c["random_losses"] += 1
+                    continue
+                self.deliveries.append((r + 1, snap.dbm[i][r], frame))
+                nodes[r].received += 1
+                c["delivered"] += 1
+            self._done(i, t)
+            return
+        dst = tx.dst
+        ok = False
+        if tx.receivers and nodes[dst].attached:
+            if lost is not None and dst in lost:
+                c["interference_losses"] += 1
+            elif self._lossy(i, dst):
+                c["random_losses"] += 1
+            else:
+                ok = True
+        if ok:
+            self.deliveries.append((dst + 1, snap.dbm[i][dst], frame))
+            nodes[dst].received += 1
+            c["delivered"] += 1
+            c["unicast_ok"] += 1
+            if nd.retries:
+                self.statuses.append((i + 1, frame[:6], nd.retries, True, b""))
+            self._done(i, t)
+            return
+        if nd.retries >= self.retry_limit:
+            c["unicast_failed"] += 1
+            self.statuses.append((i + 1, frame[:6], nd.retries, False, frame))
+            self._done(i, t)
+            return
+        nd.retries += 1
+        c["retries"] += 1
+        nd.cw = min(2 * nd.cw + 1, self.cw_max)
+        self._contend(i, t)
+
+    def _done(self, i: int, t: float) -> None:
+        nd = self.nodes[i]
+        nd.queue.popleft()
+        nd.sent += 1
+        nd.retries = 0
+        nd.cw = self.cw_min
+        if nd.queue:
+            self._contend(i, t)
+        else:
+            nd.state = IDLE
+
+    # --- introspection --------------------------------------------------------------
+
+    def neighbours(self, node: int, t: float) -> list[tuple[int, float]]:
+        """Nodes that receive ``node`` now, with the power they receive it at (dBm)."""
+        snap = self.refresh(t)
+        i = node - 1
+        return [(j + 1, snap.dbm[i][j]) for j in snap.rx[i]]
+
+    def stats(self) -> dict:
+        return {
+            **self.counters,
+            "queue_drops_per_node": {
+                f"n{k + 1}": nd.drops for k, nd in enumerate(self.nodes) if nd.drops
+            },
+            "queued": sum(len(nd.queue) for nd in self.nodes),
+            "busy_s_per_node": {
+                f"n{k + 1}": round(nd.busy_s, 6) for k, nd in enumerate(self.nodes) if nd.busy_s
+            },
+        }
+
+
+def medium_from_scenario(scenario, world: World | None = None) -> Medium:
+    """A :class:`Medium` configured by a scenario's ``radio``, ``propagation`` and ``links``."""
+    from manetkit.lab.medium.mobility import build_world
+
+    r = scenario.radio
+    pr = scenario.propagation
+    prop = TwoRayGround(
+        pt_w=pr.pt_w,
+        freq_hz=pr.freq_hz,
+        gt=pr.gt,
+        gr=pr.gr,
+        ht_m=pr.ht_m,
+        hr_m=pr.hr_m,
+        system_loss=pr.system_loss,
+        rx_threshold_w=pr.rx_threshold_w,
+        cs_threshold_w=pr.cs_threshold_w,
+    )
+    idx = {name: k for k, name in enumerate(scenario.node_names)}
+    return Medium(
+        world or build_world(scenario),
+        Airtime(r.rate_mbps, r.basic_rate_mbps, r.short_preamble),
+        prop,
+        queue_frames=r.queue_frames,
+        retry_limit=r.retry_limit,
+        loss=r.loss,
+        link_loss={(idx[lk.a], idx[lk.b]): lk.loss for lk in scenario.links},
+        interference=r.interference,
+        seed=scenario.seed,
+    )
+
+
+def propagation_from_scenario(scenario) -> TwoRayGround:
+    pr = scenario.propagation
+    return TwoRayGround(**pr.model_dump(exclude={"model"}))

@@ -1,0 +1,469 @@
+"""``manetkit lab medium``: the asyncio shell around the sans-I/O :class:`~.mac.Medium`.
+
+One process per lab. It binds the radios' datagram socket (AF_UNIX, and optionally UDP),
+accepts ATTACH from node ids 1..N, feeds every TX to the medium at the loop's current
+time, and sends out DELIVER and TXSTATUS datagrams as the medium's virtual schedule
+reaches them. A JSON-lines control socket moves nodes, forces links and reports state;
+the ground-truth log records the connectivity graph whenever it changes.
+
+Hot path: one readiness callback drains the socket until EAGAIN (no per-datagram
+callbacks); a TX is only type-checked and sliced; sends to a radio that cannot take
+more (EAGAIN/ENOBUFS) are dropped and counted, never waited for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from manetkit.errors import UserError
+from manetkit.lab import paths
+from manetkit.lab.medium import protocol as proto
+from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
+from manetkit.lab.medium.mac import Medium, medium_from_scenario
+from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
+
+log = logging.getLogger("manetkit.medium")
+
+SOCKET_BUFFER = 4 * 1024 * 1024
+GROUND_TRUTH_PERIOD_S = 0.1
+MAX_DATAGRAM = 65_600
+_DROPPABLE = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
+_GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", help="scenario YAML file (see docs/scenario.md)")
+    parser.add_argument("--lab", help="lab name (default: the scenario's name or file name)")
+    parser.add_argument(
+        "--socket", help="radios' AF_UNIX datagram socket (default: in the lab's run dir)"
+    )
+    parser.add_argument("--udp", metavar="HOST:PORT", help="also accept radios over UDP")
+    parser.add_argument("--control", help="control socket path (default: in the lab's run dir)")
+    parser.add_argument(
+        "--ground-truth", help="ground-truth JSON-lines log (default: the lab's logs dir)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field, e.g. --set radio.rate_mbps=11 (repeatable)",
+    )
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--udp {text}: expected HOST:PORT, e.g. 127.0.0.1:7700")
+    return host or "127.0.0.1", int(port)
+
+
+def node_index(name: Any, n: int) -> int:
+    """``"n3"`` (or 3) -> 3; ValueError naming the problem otherwise."""
+    s = str(name)
+    num = s[1:] if s.startswith("n") else s
+    if not num.isdigit() or not 1 <= int(num) <= n:
+        raise ValueError(f"unknown node {name!r} (nodes are n1..n{n})")
+    return int(num)
+
+
+class MediumServer:
+    def __init__(
+        self,
+        scenario: Scenario,
+        lab: str,
+        socket_path: Path,
+        control_path: Path,
+        ground_truth: Path | None,
+        udp: tuple[str, int] | None = None,
+    ):
+        self.scenario = scenario
+        self.lab = lab
+        self.n = scenario.nodes
+        self.socket_path = socket_path
+        self.control_path = control_path
+        self.ground_truth_path = ground_truth
+        self.udp = udp
+        self.medium: Medium = medium_from_scenario(scenario)
+        for i in range(1, self.n + 1):
+            self.medium.set_attached(i, False)  # until its radio says ATTACH
+        self.addr_node: dict[Any, int] = {}
+        self.node_addr: dict[int, tuple[socket.socket, Any]] = {}
+        self.counters = {
+            "datagrams_in": 0,
+            "malformed": 0,
+            "unknown_sender": 0,
+            "refused": 0,
+            "sent": 0,
+            "send_drops": 0,
+            "send_errors": 0,
+            "undeliverable": 0,
+        }
+        self._socks: list[socket.socket] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+        self._gt: GroundTruthLog | None = None
+        self._gt_file = None
+        self.t0 = 0.0
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # --- time -----------------------------------------------------------------------
+
+    def now(self) -> float:
+        assert self.loop is not None
+        return self.loop.time() - self.t0
+
+    # --- sockets --------------------------------------------------------------------
+
+    def _bind_unix(self) -> socket.socket:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.bind(str(self.socket_path))
+        return s
+
+    def _tune(self, s: socket.socket) -> None:
+        s.setblocking(False)
+        for opt, force in ((socket.SO_SNDBUF, 32), (socket.SO_RCVBUF, 33)):  # *BUFFORCE
+            try:
+                s.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER)
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+
+    def _on_readable(self, sock: socket.socket) -> None:
+        now = self.now()
+        medium = self.medium
+        addr_node = self.addr_node
+        c = self.counters
+        n = 0
+        while True:
+            try:
+                data, addr = sock.recvfrom(MAX_DATAGRAM)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                log.warning("receive error: %s", exc)
+                break
+            n += 1
+            if data and data[0] == proto.TX:
+                node = addr_node.get(addr)
+                if node is None:
+                    c["unknown_sender"] += 1
+                elif len(data) < 1 + proto.MIN_FRAME:
+                    c["malformed"] += 1
+                else:
+                    medium.transmit(now, node, data[1:])
+            else:
+                self._on_other(sock, data, addr)
+        c["datagrams_in"] += n
+        self._pump(now)
+
+    def _on_other(self, sock: socket.socket, data: bytes, addr: Any) -> None:
+        try:
+            msg = proto.parse(data)
+        except proto.ProtocolError:
+            self.counters["malformed"] += 1
+            return
+        if isinstance(msg, proto.Attach):
+            if not addr:
+                self.counters["malformed"] += 1  # unbound sender: no address to reply to
+                return
+            if not 1 <= msg.node_id <= self.n:
+                self.counters["refused"] += 1
+                self._send(
+                    sock,
+                    addr,
+                    proto.refused(f"node id {msg.node_id} is not in this lab (n1..n{self.n})"),
+                )
+                return
+            old = self.node_addr.get(msg.node_id)
+            if old is not None:
+                self.addr_node.pop(old[1], None)
+            self.addr_node[addr] = msg.node_id
+            self.node_addr[msg.node_id] = (sock, addr)
+            self.medium.set_attached(msg.node_id, True)
+            self._send(sock, addr, proto.attached(msg.node_id))
+            log.info("n%d attached from %s", msg.node_id, addr)
+        elif isinstance(msg, proto.Detach):
+            node = self.addr_node.pop(addr, None)
+            if node is not None:
+                self.node_addr.pop(node, None)
+                self.medium.set_attached(node, False)
+        else:
+            self.counters["malformed"] += 1  # medium->radio message sent to the medium
+
+    def _send(self, sock: socket.socket, addr: Any, data: bytes) -> bool:
+        try:
+            sock.sendto(data, addr)
+            self.counters["sent"] += 1
+            return True
+        except OSError as exc:
+            if exc.errno in _DROPPABLE:
+                self.counters["send_drops"] += 1
+            else:
+                self.counters["send_errors"] += 1
+                if exc.errno in _GONE:
+                    node = self.addr_node.pop(addr, None)
+                    if node is not None:
+                        self.node_addr.pop(node, None)
+                        self.medium.set_attached(node, False)
+                        log.info("n%d's radio is gone (%s); detached", node, exc.strerror)
+            return False
+
+    def _pump(self, now: float) -> None:
+        """Hand out what the medium produced, then re-arm the one timer."""
+        medium = self.medium
+        medium.handle_timer(now)
+        if medium.deliveries or medium.statuses:
+            deliveries, statuses = medium.take_outputs()
+            node_addr = self.node_addr
+            deliver = proto.deliver
+            for dst, rssi, frame in deliveries:
+                to = node_addr.get(dst)
+                if to is None:
+                    self.counters["undeliverable"] += 1
+                else:
+                    self._send(to[0], to[1], deliver(rssi, frame))
+            for src, dst_mac, retries, ok, frame in statuses:
+                to = node_addr.get(src)
+                if to is not None:
+                    self._send(to[0], to[1], proto.txstatus(dst_mac, retries, ok, frame))
+        when = medium.get_timer()
+        if when is None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer, self._timer_at = None, math.inf
+            return
+        if when != self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = when
+            self._timer = self.loop.call_at(self.t0 + when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer, self._timer_at = None, math.inf
+        self._pump(self.now())
+
+    # --- ground truth ---------------------------------------------------------------
+
+    def _observe_graph(self, force: bool = False) -> None:
+        now = self.now()
+        snap = self.medium.refresh(now, force=force)
+        if self._gt is not None:
+            self._gt.observe(now, snapshot_edges(snap))
+
+    async def _ground_truth_task(self) -> None:
+        while True:
+            self._observe_graph()
+            await asyncio.sleep(GROUND_TRUTH_PERIOD_S)
+
+    # --- control --------------------------------------------------------------------
+
+    async def _control_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            while line := await reader.readline():
+                try:
+                    req = json.loads(line)
+                    if not isinstance(req, dict):
+                        raise ValueError("a request is a JSON object")
+                    reply = self.command(req)
+                except (ValueError, KeyError, TypeError) as exc:
+                    reply = {
+                        "ok": False,
+                        "error": str(exc)
+                        if not isinstance(exc, KeyError)
+                        else f"missing field {exc}",
+                    }
+                writer.write(json.dumps(reply).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    def command(self, req: dict) -> dict:
+        """Execute one control request (see docs/medium.md)."""
+        cmd = req.get("cmd")
+        now = self.now()
+        world = self.medium.world
+        if cmd == "ping":
+            return {"ok": True, "lab": self.lab, "t": now, "nodes": self.n}
+        if cmd == "positions":
+            return {
+                "ok": True,
+                "t": now,
+                "positions": {
+                    f"n{i + 1}": [round(x, 3), round(y, 3)]
+                    for i, (x, y) in enumerate(world.positions(now))
+                },
+            }
+        if cmd == "neighbours":
+            node = node_index(req["node"], self.n)
+            x0, y0 = world.position(node - 1, now)
+            out = []
+            for j, dbm in self.medium.neighbours(node, now):
+                x, y = world.position(j - 1, now)
+                out.append(
+                    {
+                        "node": f"n{j}",
+                        "rssi_dbm": round(dbm, 2),
+                        "distance_m": round(math.hypot(x - x0, y - y0), 2),
+                    }
+                )
+            return {"ok": True, "t": now, "node": f"n{node}", "neighbours": out}
+        if cmd == "move":
+            node = node_index(req["node"], self.n)
+            x, y = float(req["x"]), float(req["y"])
+            speed = req.get("speed")
+            if speed is not None:
+                speed = float(speed)
+                if speed <= 0:
+                    raise ValueError("speed must be > 0 (or null to jump)")
+            world.move(node - 1, x, y, now, speed)
+            self.medium.handle_timer(now)
+            self._observe_graph(force=True)
+            return {"ok": True, "t": now}
+        if cmd == "link":
+            a, b = node_index(req["a"], self.n), node_index(req["b"], self.n)
+            state = req.get("state")
+            world.set_link(a - 1, b - 1, state)
+            self._observe_graph(force=True)
+            return {"ok": True, "t": now}
+        if cmd == "stats":
+            cpu = os.times()
+            return {
+                "ok": True,
+                "t": now,
+                "cpu_s": round(cpu.user + cpu.system, 3),
+                "attached": sorted(f"n{k}" for k in self.node_addr),
+                "server": dict(self.counters),
+                "medium": self.medium.stats(),
+                "graph_changes": self._gt.changes if self._gt else None,
+            }
+        raise ValueError(f"unknown cmd {cmd!r} (ping, positions, neighbours, move, link, stats)")
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def serve(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.t0 = self.loop.time()
+        wall0 = time.time()
+        control_server = None
+        tasks: list[asyncio.Task] = []
+        try:
+            unix = self._bind_unix()
+            self._socks.append(unix)
+            if self.udp:
+                u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                u.bind(self.udp)
+                self._socks.append(u)
+            for s in self._socks:
+                self._tune(s)
+                self.loop.add_reader(s.fileno(), self._on_readable, s)
+            if self.ground_truth_path is not None:
+                self.ground_truth_path.parent.mkdir(parents=True, exist_ok=True)
+                self._gt_file = open(self.ground_truth_path, "a")  # noqa: SIM115 (closed below)
+                self._gt = GroundTruthLog(self._gt_file, wall0)
+            self._observe_graph(force=True)
+            tasks.append(asyncio.create_task(self._ground_truth_task()))
+            self.control_path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                self.control_path.unlink()
+            # The control socket is bound last: once it answers, everything is up.
+            control_server = await asyncio.start_unix_server(
+                self._control_client, path=str(self.control_path)
+            )
+            log.info("medium of lab %s: %d nodes on %s", self.lab, self.n, self.socket_path)
+            if ready is not None:
+                ready.set()
+            await stop.wait()
+        finally:
+            for t in tasks:
+                t.cancel()
+            if control_server is not None:
+                control_server.close()
+            if self._timer is not None:
+                self._timer.cancel()
+            for s in self._socks:
+                with contextlib.suppress(Exception):
+                    self.loop.remove_reader(s.fileno())
+                s.close()
+            for p in (self.socket_path, self.control_path):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+            if self._gt_file is not None:
+                self._gt_file.close()
+
+
+def server_from_args(args: argparse.Namespace) -> MediumServer:
+    scenario = load_scenario(args.scenario, parse_set_args(args.set))
+    lab = args.lab or lab_name(scenario, args.scenario)
+    try:
+        paths.check_lab_name(lab)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return MediumServer(
+        scenario,
+        lab,
+        Path(args.socket) if args.socket else paths.medium_socket(lab),
+        Path(args.control) if args.control else paths.medium_control_socket(lab),
+        Path(args.ground_truth) if args.ground_truth else paths.ground_truth_log(lab),
+        parse_hostport(args.udp) if args.udp else None,
+    )
+
+
+async def _main(server: MediumServer) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.serve(stop)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the medium until SIGTERM/SIGINT; exit 0 after removing its sockets."""
+    server = server_from_args(args)
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        runner = asyncio.Runner()
+    with runner:
+        runner.run(_main(server))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m manetkit.lab.medium.server``: the medium without the lab CLI."""
+    import sys
+
+    parser = argparse.ArgumentParser(prog="manetkit-medium", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    try:
+        return run(args)
+    except UserError as exc:
+        print(f"manetkit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

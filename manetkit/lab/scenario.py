@@ -1,0 +1,323 @@
+"""The scenario file format: nodes, radio, propagation, area, mobility (YAML).
+
+Every field is documented in ``docs/scenario.md``. Models refuse unknown fields
+(``extra="forbid"``) so a typo is an error naming the field rather than a silent default.
+``load_scenario`` applies ``--set key=value`` overrides (dotted keys, YAML values) before
+validation, so an override is checked exactly like the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from manetkit.errors import UserError
+from manetkit.lab import paths
+from manetkit.lab.medium.airtime import DSSS_RATES, OFDM_RATES, default_basic_rate, is_ofdm
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Radio(_Strict):
+    """The 802.11 radio every node has (one rate for the whole lab)."""
+
+    rate_mbps: float = 2.0
+    basic_rate_mbps: float | None = None
+    queue_frames: int = Field(50, ge=1, le=100_000)
+    retry_limit: int = Field(7, ge=0, le=255)
+    loss: float = Field(0.0, ge=0.0, le=1.0)
+    short_preamble: bool = False
+    interference: bool = True
+
+    @field_validator("rate_mbps", "basic_rate_mbps")
+    @classmethod
+    def _known_rate(cls, v: float | None) -> float | None:
+        if v is not None and v not in DSSS_RATES + OFDM_RATES:
+            raise ValueError(
+                f"{v} Mbps is not an 802.11 rate; use one of "
+                f"{', '.join(f'{r:g}' for r in DSSS_RATES + OFDM_RATES)}"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _same_phy(self) -> Radio:
+        if self.basic_rate_mbps is not None and is_ofdm(self.basic_rate_mbps) != is_ofdm(
+            self.rate_mbps
+        ):
+            raise ValueError(
+                "basic_rate_mbps must be of the same PHY as rate_mbps "
+                "(DSSS 1/2/5.5/11 or OFDM 6..54)"
+            )
+        return self
+
+    @property
+    def basic(self) -> float:
+        return self.basic_rate_mbps or default_basic_rate(self.rate_mbps)
+
+
+class Propagation(_Strict):
+    """Two-ray ground with ns-2's defaults (250 m reception, 550 m carrier sense)."""
+
+    model: Literal["two-ray-ground"] = "two-ray-ground"
+    pt_w: float = Field(0.28183815, gt=0)
+    freq_hz: float = Field(914e6, gt=0)
+    gt: float = Field(1.0, gt=0)
+    gr: float = Field(1.0, gt=0)
+    ht_m: float = Field(1.5, gt=0)
+    hr_m: float = Field(1.5, gt=0)
+    system_loss: float = Field(1.0, gt=0)
+    rx_threshold_w: float = Field(3.652e-10, gt=0)
+    cs_threshold_w: float = Field(1.559e-11, gt=0)
+
+    @model_validator(mode="after")
+    def _cs_below_rx(self) -> Propagation:
+        if self.cs_threshold_w > self.rx_threshold_w:
+            raise ValueError("cs_threshold_w must not exceed rx_threshold_w")
+        return self
+
+
+class Area(_Strict):
+    x: float = Field(gt=0)
+    y: float = Field(gt=0)
+
+
+class Layout(_Strict):
+    kind: Literal["line", "grid"] = "line"
+    spacing: float = Field(200.0, gt=0)
+    columns: int = Field(3, ge=1)
+
+
+class StaticMobility(_Strict):
+    model: Literal["static"] = "static"
+    positions: dict[str, tuple[float, float]] | None = None
+    layout: Layout | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StaticMobility:
+        if self.positions is not None and self.layout is not None:
+            raise ValueError("give either positions or layout, not both")
+        return self
+
+
+class RandomWaypointMobility(_Strict):
+    model: Literal["random-waypoint"]
+    speed: float = Field(ge=0, description="mean speed (holland) or maximum (uniform), m/s")
+    speed_dist: Literal["holland", "uniform"] = "holland"
+    pause_s: float = Field(0.0, ge=0)
+
+
+class SetdestMobility(_Strict):
+    model: Literal["setdest"]
+    file: str
+    base: Literal["auto", 0, 1] = "auto"
+
+
+Mobility = Annotated[
+    StaticMobility | RandomWaypointMobility | SetdestMobility, Field(discriminator="model")
+]
+
+
+class LinkLoss(_Strict):
+    a: str
+    b: str
+    loss: float = Field(ge=0.0, le=1.0)
+
+
+class Scenario(_Strict):
+    """A lab: how many nodes, which stack and proxy, the radio and the world."""
+
+    name: str | None = None
+    nodes: int = Field(ge=1, le=1000)
+    stack: Literal["none", "aodv", "dsr"] = "none"
+    proxy: Literal["none", "plain", "fixed-rto", "elfn", "bus"] = "none"
+    seed: int = 1
+    duration_s: float | None = Field(None, gt=0)
+    radio: Radio = Field(default_factory=Radio)
+    propagation: Propagation = Field(default_factory=Propagation)
+    area: Area | None = None
+    mobility: Mobility = Field(default_factory=lambda: StaticMobility(layout=Layout()))
+    links: list[LinkLoss] = Field(default_factory=list)
+
+    # Directory of the scenario file, for relative paths (setdest files).
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @field_validator("name")
+    @classmethod
+    def _lab_name(cls, v: str | None) -> str | None:
+        return paths.check_lab_name(v) if v is not None else v
+
+    @property
+    def node_names(self) -> list[str]:
+        return [f"n{i}" for i in range(1, self.nodes + 1)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        names = set(self.node_names)
+        mob = self.mobility
+        if isinstance(mob, StaticMobility) and mob.positions is not None:
+            unknown = sorted(set(mob.positions) - names)
+            if unknown:
+                raise ValueError(
+                    f"mobility.positions: unknown node(s) {', '.join(unknown)} (nodes are n1..n{self.nodes})"
+                )
+            missing = [n for n in self.node_names if n not in mob.positions]
+            if missing:
+                raise ValueError(f"mobility.positions: no position for {', '.join(missing[:10])}")
+        if isinstance(mob, RandomWaypointMobility) and self.area is None:
+            raise ValueError("mobility.model random-waypoint needs area: {x: .., y: ..}")
+        for i, link in enumerate(self.links):
+            for end in (link.a, link.b):
+                if end not in names:
+                    raise ValueError(
+                        f"links[{i}]: unknown node {end!r} (nodes are n1..n{self.nodes})"
+                    )
+            if link.a == link.b:
+                raise ValueError(f"links[{i}]: a and b are the same node")
+        return self
+
+    def static_positions(self) -> list[tuple[float, float]]:
+        """Positions of a static scenario (layout or explicit), in node order."""
+        mob = self.mobility
+        assert isinstance(mob, StaticMobility)
+        if mob.positions is not None:
+            return [tuple(mob.positions[n]) for n in self.node_names]  # type: ignore[misc]
+        layout = mob.layout or Layout()
+        if layout.kind == "line":
+            return [(i * layout.spacing, 0.0) for i in range(self.nodes)]
+        cols = layout.columns
+        return [
+            ((i % cols) * layout.spacing, (i // cols) * layout.spacing) for i in range(self.nodes)
+        ]
+
+    def setdest_path(self) -> Path:
+        mob = self.mobility
+        assert isinstance(mob, SetdestMobility)
+        p = Path(mob.file)
+        return p if p.is_absolute() else self.base_dir / p
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def apply_overrides(data: dict, overrides: dict[str, str]) -> dict:
+    """Set dotted keys (``mobility.speed``) to YAML-parsed values (``10``, ``true``)."""
+    for key, raw in overrides.items():
+        parts = key.split(".")
+        if not key or any(not p for p in parts):
+            raise UserError(
+                f"--set {key}={raw}: the key must be a dotted field path like radio.rate_mbps"
+            )
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError as exc:
+            raise UserError(f"--set {key}={raw}: not a YAML value ({exc})") from None
+        node = data
+        for i, p in enumerate(parts[:-1]):
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = node[p] = {}
+            if not isinstance(nxt, dict):
+                raise UserError(f"--set {key}: {'.'.join(parts[: i + 1])} is not a section")
+            node = nxt
+        node[parts[-1]] = value
+    return data
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("static", "random-waypoint", "setdest"):
+            continue  # the discriminator tag pydantic inserts; not a field
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: invalid scenario:"]
+    for err in exc.errors():
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  {_loc(tuple(err['loc']))}: {msg}")
+    return "\n".join(lines)
+
+
+def scenario_from_dict(
+    data: dict, source: str = "<scenario>", base_dir: Path | None = None
+) -> Scenario:
+    """Validate a scenario given as a dict; errors as :class:`UserError`."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: a scenario must be a YAML mapping, got {type(data).__name__}")
+    try:
+        sc = Scenario.model_validate({**data, "base_dir": base_dir or Path(".")})
+    except ValidationError as exc:
+        raise UserError(format_validation_error(source, exc)) from None
+    if isinstance(sc.mobility, SetdestMobility):
+        # Parse now so a malformed movement file is refused at load, with its line numbers.
+        from manetkit.lab.medium.setdest import load_setdest
+
+        load_setdest(sc.setdest_path(), sc.nodes, sc.mobility.base)
+    return sc
+
+
+def load_scenario(path: str | Path, overrides: dict[str, str] | None = None) -> Scenario:
+    """Read, override and validate a scenario file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"scenario {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a scenario must be a YAML mapping")
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return scenario_from_dict(data, str(path), path.resolve().parent)
+
+
+def parse_set_args(items: list[str] | None) -> dict[str, str]:
+    """``["a.b=1", ...]`` (the CLI's repeated ``--set``) to a dict, refusing items without '='."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--set {item}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def lab_name(scenario: Scenario, path: str | Path) -> str:
+    """Default lab name: the scenario's ``name`` or the file's stem made name-safe."""
+    if scenario.name:
+        return scenario.name
+    stem = "".join(c if c.isalnum() else "_" for c in Path(path).stem.lower())[:12]
+    return paths.check_lab_name(stem or "lab")
+
+
+__all__ = [
+    "Scenario",
+    "Radio",
+    "Propagation",
+    "Area",
+    "Layout",
+    "StaticMobility",
+    "RandomWaypointMobility",
+    "SetdestMobility",
+    "LinkLoss",
+    "load_scenario",
+    "apply_overrides",
+    "parse_set_args",
+    "scenario_from_dict",
+    "lab_name",
+]
