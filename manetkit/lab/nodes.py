@@ -174,7 +174,7 @@ def medium_request(lab: str, req: dict) -> dict:
 def _medium_ready(lab: str) -> bool:
     try:
         return bool(medium_request(lab, {"cmd": "ping"}).get("ok"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, UserError):
         return False
 
 
@@ -315,9 +315,9 @@ def status(lab: str) -> dict:
         "medium": None,
     }
     if _medium_ready(lab):
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, UserError):
             out["positions"] = medium_request(lab, {"cmd": "positions"})
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, UserError):
             out["medium"] = medium_request(lab, {"cmd": "stats"})
     return out
 

@@ -1,0 +1,216 @@
+"""``manetkit bench chain``: TCP throughput over a static chain of 1..N hops (T_i).
+
+Holland & Vaidya, Section 3 and Fig. 1 (after Gerla et al. [17]): nodes on a line, 802.11
+at 2 Mbps, one TCP transfer from the first to the last node of an i-hop chain. T_i is the
+denominator of "expected throughput" (eq. 3.1; DESIGN.md, "Measuring"). Because neighbours
+along the chain share the channel, T_i is bounded by C/i for i <= 3 and by C/3 beyond, and
+ACK contention pulls it a little lower from 4 hops on.
+
+One lab of N+1 nodes, 200 m apart (in range of the next node only, within carrier sense
+of the next two), is brought up; the kernel forwards over ``radio0`` with static routes
+(plain ``ip route``), so the numbers measure the medium, not a routing daemon. iperf3 then
+runs from n1 to n(i+1) for i = 1..N. The lab is always brought down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from manetkit.errors import UserError
+from manetkit.lab import netns, nodes, paths
+from manetkit.lab.medium import protocol
+
+SUBNET = "10.43.0"
+IPERF_PORT = 5201
+# Holland & Vaidya Fig. 1 / Gerla et al.: T_i/T_1 ~ 1/i up to 3 hops, then a plateau
+# (somewhat below 1/3 because of the ACKs' backward contention).
+PAPER_RATIO = {1: 1.0, 2: 0.5, 3: 0.33}
+PAPER_PLATEAU = "~0.25-0.33"
+console = Console()
+
+
+def addr(k: int) -> str:
+    return f"{SUBNET}.{k}"
+
+
+def chain_scenario(hosts: int, rate_mbps: float, spacing_m: float) -> dict:
+    return {
+        "nodes": hosts,
+        "radio": {"rate_mbps": rate_mbps},
+        "mobility": {"model": "static", "layout": {"kind": "line", "spacing": spacing_m}},
+    }
+
+
+def configure_chain(lab: str, hosts: int) -> None:
+    """Addresses on radio0, kernel forwarding and host routes along the line."""
+    for k in range(1, hosts + 1):
+        ns = paths.netns_name(lab, f"n{k}")
+        # Forwarding back out of the interface a packet came in on is the whole point
+        # here: no ICMP redirects, no reverse-path filter. IPv6 off keeps the air quiet.
+        netns.sysctl(
+            ns,
+            {
+                "net.ipv4.ip_forward": 1,
+                "net.ipv4.conf.all.send_redirects": 0,
+                "net.ipv4.conf.radio0.send_redirects": 0,
+                "net.ipv4.conf.all.rp_filter": 0,
+                "net.ipv4.conf.radio0.rp_filter": 0,
+                "net.ipv4.conf.all.accept_redirects": 0,
+                "net.ipv6.conf.radio0.disable_ipv6": 1,
+            },
+        )
+        batch = [f"addr add {addr(k)}/24 dev radio0"]
+        # Neighbours' MACs are known (protocol.node_mac): permanent entries keep ARP
+        # traffic and its timeouts out of the measurement.
+        for j in (k - 1, k + 1):
+            if 1 <= j <= hosts:
+                mac = protocol.mac_str(protocol.node_mac(j))
+                batch.append(f"neigh replace {addr(j)} lladdr {mac} dev radio0 nud permanent")
+        for j in range(1, hosts + 1):
+            if abs(j - k) > 1:
+                via = addr(k + 1) if j > k else addr(k - 1)
+                batch.append(f"route add {addr(j)}/32 via {via} dev radio0")
+        netns.run(ns, ["ip", "-batch", "-"], input="\n".join(batch) + "\n")
+
+
+def iperf_tcp(lab: str, src: int, dst: int, duration: float) -> float:
+    """Bulk TCP from n<src> to n<dst> for ``duration`` s; the receiver's bits per second."""
+    server = netns.popen(
+        paths.netns_name(lab, f"n{dst}"),
+        ["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "--bind", addr(dst)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        omit = 1 if duration >= 4 else 0  # leave slow start out of longer runs
+        argv = ["iperf3", "-c", addr(dst), "-p", str(IPERF_PORT), "-t", f"{duration:g}"]
+        argv += ["-O", str(omit), "-J", "--connect-timeout", "3000"]
+        last = ""
+        for _attempt in range(20):  # the server needs a moment to listen
+            proc = netns.run(
+                paths.netns_name(lab, f"n{src}"), argv, check=False, timeout=duration + 60
+            )
+            if proc.returncode == 0:
+                result = json.loads(proc.stdout)
+                return float(result["end"]["sum_received"]["bits_per_second"])
+            last = proc.stdout[-400:] + proc.stderr[-400:]
+            if "refused" not in last:
+                break
+            time.sleep(0.1)
+        raise UserError(f"iperf3 n{src} -> n{dst} failed: {last.strip()}")
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        try:
+            server.wait(5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def measure(max_hops: int, duration: float, rate_mbps: float, spacing_m: float) -> dict:
+    hosts = max_hops + 1
+    lab = f"bch{os.getpid() % 100000}"
+    with tempfile.TemporaryDirectory(prefix="manetkit-chain-") as tmp:
+        scenario = Path(tmp) / "chain.yaml"
+        scenario.write_text(yaml.safe_dump(chain_scenario(hosts, rate_mbps, spacing_m)))
+        try:
+            nodes.up(scenario, name=lab)
+            configure_chain(lab, hosts)
+            tput = []
+            for i in range(1, max_hops + 1):
+                bps = iperf_tcp(lab, 1, i + 1, duration)
+                tput.append(bps)
+                console.print(f"  {i} hop{'s' if i > 1 else ''}: {bps / 1e6:.3f} Mbit/s")
+                time.sleep(0.5)  # let the previous flow's queues drain
+        finally:
+            nodes.down(lab)
+    ratios = [t / tput[0] if tput[0] else 0.0 for t in tput]
+    return {
+        "rate_bps": int(rate_mbps * 1e6),
+        "spacing_m": spacing_m,
+        "duration_s": duration,
+        "hops": list(range(1, max_hops + 1)),
+        "throughput_bps": [round(t) for t in tput],
+        "ratios": [round(r, 4) for r in ratios],
+        "paper_ratios": [PAPER_RATIO.get(i) for i in range(1, max_hops + 1)],
+    }
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hops = result["hops"]
+    mbps = [t / 1e6 for t in result["throughput_bps"]]
+    t1 = mbps[0]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(hops, mbps, "o-", label="measured (lab, kernel forwarding)")
+    ax.plot(hops, [t1 * min(1 / i, 1 / 3) for i in hops], "--", label="T1 x min(1/i, 1/3)")
+    ax.set_xlabel("hops")
+    ax.set_ylabel("TCP throughput (Mbit/s)")
+    ax.set_title(f"Static chain, 802.11 at {result['rate_bps'] / 1e6:g} Mbit/s")
+    ax.set_ylim(bottom=0)
+    ax.set_xticks(hops)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def print_table(result: dict) -> None:
+    t = Table(
+        "hops", "throughput (Mbit/s)", "T_i/T_1", "paper T_i/T_1",
+        title=f"bench chain at {result['rate_bps'] / 1e6:g} Mbit/s ({result['duration_s']:g} s per run)",
+    )  # fmt: skip
+    for i, bps, r in zip(result["hops"], result["throughput_bps"], result["ratios"], strict=True):
+        paper = PAPER_RATIO.get(i)
+        t.add_row(
+            str(i), f"{bps / 1e6:.3f}", f"{r:.2f}", f"{paper:.2f}" if paper else PAPER_PLATEAU
+        )
+    console.print(t)
+    console.print(
+        "paper: T_1 near 1.4 Mbit/s at 2 Mbit/s (1460-byte TCP), T_2/T_1 ~ 0.5, "
+        "T_3/T_1 ~ 0.33, plateau from 4 hops"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.max_hops <= 30:
+        raise UserError("--max-hops must be between 1 and 30")
+    if args.duration <= 0:
+        raise UserError("--duration must be > 0 seconds")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = measure(args.max_hops, args.duration, args.rate, args.spacing)
+    (out / "chain.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot(result, out / "chain.png")
+    print_table(result)
+    console.print(f"wrote {out / 'chain.json'} and {out / 'chain.png'}")
+    return 0
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-hops", type=int, default=6, help="longest chain, in hops (6)")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per iperf3 run (10)")
+    parser.add_argument("--rate", type=float, default=2.0, help="802.11 rate in Mbit/s (2)")
+    parser.add_argument(
+        "--spacing",
+        type=float,
+        default=200.0,
+        help="metres between nodes (200: in range of the next only)",
+    )
+    parser.set_defaults(func=run)
