@@ -69,8 +69,9 @@ class EventServer:
         os.chmod(self.path, 0o660)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._server is None:
+            return  # never started: the path (if any) is not ours
+        self._server.close()
         for sub in list(self._subs):
             if sub.task:
                 sub.task.cancel()

@@ -20,7 +20,9 @@ import logging
 import signal
 import time
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
@@ -35,7 +37,7 @@ from manetkit.daemon.engines.base import (
     SignalSample,
     TxFailed,
 )
-from manetkit.daemon.events import EventServer
+from manetkit.daemon.events import EventServer, socket_alive
 from manetkit.daemon.kernel import KernelGlue
 from manetkit.daemon.linksense.base import (
     LinkSenseBackend,
@@ -52,6 +54,7 @@ from manetkit.errors import UserError
 log = logging.getLogger("manetkit.daemon")
 
 _ETH_HLEN = 14
+T = TypeVar("T")
 
 
 def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
@@ -106,6 +109,7 @@ class Daemon:
         self._monitor_timer: asyncio.TimerHandle | None = None
         self._monitor_deadline: float | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._kexec = ThreadPoolExecutor(1, thread_name_prefix="kernel")
         self._stop = asyncio.Event()
         self._hello_port = cfg.link_sensing.hello.port
         self.started_at = time.time()
@@ -115,26 +119,38 @@ class Daemon:
         """Set up, serve until SIGTERM/SIGINT or :meth:`stop`, and undo everything."""
         loop = self._loop = asyncio.get_running_loop()
         cfg = self.cfg
+        # Refuse before touching the kernel: removing a "stale" mesh0 would break a
+        # daemon that is still running. The socket itself opens last, so a client that
+        # gets an answer knows the data plane is ready.
+        if socket_alive(cfg.event_socket):
+            raise UserError(
+                f"event_socket: {cfg.event_socket} is in use: is another daemon running?"
+            )
         try:
-            await self.events.start()
-        except OSError as exc:
-            raise UserError(f"event_socket: {exc}") from None
-        try:
-            self.kernel = KernelGlue(
-                cfg.tun_name, cfg.address, cfg.prefix, cfg.tun_mtu(), cfg.radio_interface
+            kernel = self.kernel = await self._kcall(
+                KernelGlue,
+                cfg.tun_name,
+                cfg.address,
+                cfg.prefix,
+                cfg.tun_mtu(),
+                cfg.radio_interface,
             )
             try:
-                self.kernel.check_radio()
+                await self._kcall(kernel.check_radio)
             except LookupError as exc:
                 raise UserError(f"radio_interface: {exc}") from None
-            self.kernel.remove_stale_tun()
+            await self._kcall(kernel.remove_stale_tun)
             self.dp = DataPlane.open(cfg.tun_name, cfg.radio_interface, cfg.ethertype)
-            self.kernel.configure_tun()
+            await self._kcall(kernel.configure_tun)
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._stop.set)
             loop.add_reader(self.dp.radio.fileno(), self._on_radio)
             loop.add_reader(self.dp.tun_fd, self._on_tun)
             self._start_link_sensing()
+            try:
+                await self.events.start()
+            except OSError as exc:
+                raise UserError(f"event_socket: {exc}") from None
             log.info(
                 "%s daemon up: %s on %s, radio %s (%s), mtu %d",
                 cfg.protocol,
@@ -147,6 +163,12 @@ class Daemon:
             await self._stop.wait()
         finally:
             await self._shutdown()
+
+    async def _kcall(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run kernel glue in its own thread: pyroute2's sync API runs its own event
+        loop, which cannot nest inside ours, and netlink calls are rare (setup/undo)."""
+        assert self._loop is not None
+        return await self._loop.run_in_executor(self._kexec, lambda: fn(*args))
 
     def stop(self) -> None:
         self._stop.set()
@@ -171,12 +193,13 @@ class Daemon:
             with contextlib.suppress(Exception):
                 loop.remove_reader(self.dp.tun_fd)
         if self.kernel is not None:
-            self.kernel.undo()
+            await self._kcall(self.kernel.undo)
         if self.dp is not None:
             self.dp.close()  # closing the fd deletes the (non-persistent) TUN
             self.dp = None
         if self.kernel is not None:
-            self.kernel.close()
+            await self._kcall(self.kernel.close)
+        self._kexec.shutdown(wait=False)
         await self.events.close()
         log.info("daemon stopped, %s removed", self.cfg.tun_name)
 
