@@ -1,0 +1,808 @@
+"""DSR routing engine, sans-I/O (RFC 4728 section 8; Holland & Vaidya section 5).
+
+Inputs and outputs are those of :mod:`manetkit.daemon.engines.base`. What this engine
+does, by RFC section:
+
+- 8.1.3 the source looks its Route Cache up and adds a DSR Source Route option; without
+  a route the packet waits in the send buffer (4.2) and Route Discovery starts.
+- 8.1.4 every hop forwards by the Source Route's next address (Segments Left), in place
+  on the packet bytes; the destination strips the DSR header and delivers.
+- 8.2.1 discovery: a non-propagating request (IP TTL 1) first, then propagating
+  requests with exponential back-off from RequestPeriod capped at MaxRequestPeriod.
+- 8.2.2 request processing: duplicate suppression by (initiator, id) in the Route
+  Request Table and by this node already being in the route record; forwarding after a
+  random BroadcastJitter.
+- 8.2.3 cached replies, only when ``cache_replies`` (off by default: Holland & Vaidya
+  section 5 found stale cached replies the main cause of TCP's poor DSR results).
+- 8.2.4 the target replies with the route record reversed as the Source Route: 802.11
+  unicast needs link-layer ACKs, so every link that carried the request works both ways.
+- 8.3.1 link failures come from 802.11 feedback (``TxFailed``) or link sensing
+  (``LinkDown``); 8.3.4 a Route Error goes to the failed packet's source; 8.3.5 every node
+  that handles a Route Error cuts the link from its cache.
+- 8.4.3 salvaging with another cached route, up to MaxSalvageCount times.
+- 8.4.4 automatic route shortening: a node that overhears a packet (the shell passes it
+  frames not addressed to it when the radio is promiscuous) and finds itself later in
+  the route than the intended receiver sends a gratuitous Route Reply, at most once per
+  GratReplyHoldoff per (source, transmitter).
+- Route cache fed by discovery, by routes in packets this node forwards or receives,
+  and by replies (8.1.4 "add all usable routing information"). Snooping other nodes'
+  unicast frames is not available to a userspace daemon, so only what reaches us counts.
+
+Network-layer acknowledgements (8.3.3, RexmtBufferSize, MaxMaintRexmt) are not used:
+802.11 gives link-layer feedback, which RFC 4728 8.3.1 prefers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import struct
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from manetkit.daemon.engines.base import (
+    Deliver,
+    Dropped,
+    LinkDown,
+    LinkEvent,
+    LinkUp,
+    Notify,
+    RoutingEngine,
+    SendFrame,
+    TxFailed,
+)
+from manetkit.daemon.engines.routecache import Path, RouteCache
+from manetkit.daemon.neighbours import NeighbourTable
+from manetkit.daemon.sendbuffer import SendBuffer
+from manetkit.daemon.wire import dsr, ipv4
+
+BROADCAST = IPv4Address("255.255.255.255")
+_BCAST_PACKED = BROADCAST.packed
+_SNOOP_REFRESH = 1.0  # s: how often the same source route is re-learnt on the hot path
+
+
+class DsrConfig(BaseModel):
+    """DSR settings (YAML ``dsr:``). Times in seconds. Defaults: RFC 4728 section 9."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    discovery_hop_limit: int = Field(
+        255, ge=1, le=255, description="IP TTL of propagating Route Requests (DiscoveryHopLimit)"
+    )
+    broadcast_jitter: float = Field(
+        0.010,
+        ge=0,
+        le=1,
+        description="max random delay before rebroadcasting a Route Request (BroadcastJitter)",
+    )
+    route_cache_timeout: float = Field(
+        300.0, gt=0, description="a cached path unused this long is forgotten (RouteCacheTimeout)"
+    )
+    send_buffer_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="a packet waits this long for a route, then is dropped (SendBufferTimeout)",
+    )
+    request_table_size: int = Field(
+        64, ge=1, description="initiators remembered in the Route Request Table (RequestTableSize)"
+    )
+    request_table_ids: int = Field(
+        16, ge=1, description="request ids remembered per initiator (RequestTableIds)"
+    )
+    max_request_rexmt: int = Field(
+        16,
+        ge=0,
+        description="propagating Route Request retransmissions before giving up (MaxRequestRexmt)",
+    )
+    max_request_period: float = Field(
+        10.0, gt=0, description="cap of the exponential request back-off (MaxRequestPeriod)"
+    )
+    request_period: float = Field(
+        0.5,
+        gt=0,
+        description="first back-off interval between propagating requests (RequestPeriod)",
+    )
+    nonprop_request_timeout: float = Field(
+        0.030, gt=0, description="wait for a reply to the ring-0 request (NonpropRequestTimeout)"
+    )
+    rexmt_buffer_size: int = Field(
+        50,
+        ge=1,
+        description="accepted for RFC completeness; network-layer ACKs are not used (RexmtBufferSize)",
+    )
+    max_maint_rexmt: int = Field(
+        2,
+        ge=0,
+        description="accepted for RFC completeness; network-layer ACKs are not used (MaxMaintRexmt)",
+    )
+    max_salvage_count: int = Field(
+        15,
+        ge=0,
+        le=15,
+        description="times one packet may be salvaged (MaxSalvageCount, 4-bit field)",
+    )
+    grat_reply_holdoff: float = Field(
+        1.0,
+        ge=0,
+        description="min time between gratuitous replies for one (source, transmitter) (GratReplyHoldoff)",
+    )
+    cache_replies: bool = Field(
+        False,
+        description="intermediate nodes answer requests from their caches (Holland & Vaidya 5: off)",
+    )
+    salvage: bool = Field(
+        True,
+        description="re-route a packet over another cached route when its next link breaks (8.4.3)",
+    )
+    gratuitous_replies: bool = Field(
+        True, description="send gratuitous replies to shorten routes (8.4.4)"
+    )
+    max_route_length: int = Field(
+        16, ge=1, le=63, description="longest route in hops; the TUN MTU leaves room for it"
+    )
+    send_buffer_packets: int = Field(
+        64, ge=1, description="packets the send buffer holds across all destinations"
+    )
+    route_cache_size: int = Field(
+        64, ge=1, description="paths the route cache holds (least recently used evicted)"
+    )
+    seed: int | None = Field(
+        None, description="seed of the jitter's random generator (tests); None = random"
+    )
+
+    @model_validator(mode="after")
+    def _periods(self) -> DsrConfig:
+        if self.request_period > self.max_request_period:
+            raise ValueError(
+                f"request_period {self.request_period} exceeds max_request_period "
+                f"{self.max_request_period}"
+            )
+        return self
+
+
+def max_overhead(max_route_length: int) -> int:
+    """Worst-case bytes DSR adds to a data packet (see :func:`dsr.max_overhead`)."""
+    return dsr.max_overhead(max_route_length)
+
+
+@dataclass(slots=True)
+class _Discovery:
+    """Route Discovery state for one target (RFC 4728 8.2.1 back-off)."""
+
+    target: IPv4Address
+    started: float
+    attempts: int = 0  # propagating requests sent so far (0 = only the ring-0 one)
+    next_at: float = 0.0
+    last_id: int = 0
+
+
+_TIMER_BCAST = 0
+_TIMER_DISCOVERY = 1
+
+
+class DsrEngine(RoutingEngine):
+    name = "dsr"
+
+    def __init__(
+        self,
+        address: IPv4Address,
+        config: DsrConfig | None = None,
+        neighbours: NeighbourTable | None = None,
+    ) -> None:
+        super().__init__()
+        self.address = address
+        self.config = cfg = config or DsrConfig()
+        self.neighbours = neighbours if neighbours is not None else NeighbourTable()
+        self.cache = RouteCache(address, cfg.route_cache_timeout, cfg.route_cache_size)
+        self.send_buffer = SendBuffer(cfg.send_buffer_packets, cfg.send_buffer_timeout)
+        self.counters: Counter[str] = Counter()
+        self._me = address.packed
+        self._rng = random.Random(cfg.seed)
+        self._timers: list[tuple[float, int, int, Any]] = []
+        self._timer_seq = 0
+        self._discoveries: dict[IPv4Address, _Discovery] = {}
+        self._request_table: OrderedDict[IPv4Address, deque[int]] = OrderedDict()
+        self._next_id = self._rng.randrange(0x10000)
+        self._grat_sent: dict[tuple[IPv4Address, IPv4Address], float] = {}
+        self._down: set[IPv4Address] = set()
+        self._snooped: dict[bytes, float] = {}
+        self._addr_cache: dict[bytes, IPv4Address] = {}
+        self._now = 0.0
+        # A conservative deadline for the route cache's expiry: paths only ever expire
+        # later than computed (use refreshes them), so get_timer stays O(1).
+        self._cache_check: float | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def _addr(self, b: bytes) -> IPv4Address:
+        a = self._addr_cache.get(b)
+        if a is None:
+            if len(self._addr_cache) > 4096:
+                self._addr_cache.clear()
+            a = self._addr_cache[b] = IPv4Address(b)
+        return a
+
+    def _drop(self, reason: str, packet: bytes | bytearray | memoryview) -> None:
+        self.counters[f"drop-{reason}"] += 1
+        self._emit(Dropped(reason, bytes(packet)))
+
+    def _schedule(self, when: float, kind: int, data: Any) -> None:
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (when, self._timer_seq, kind, data))
+
+    def _drain_buffer_drops(self) -> None:
+        for reason, _dst, pkt in self.send_buffer.take_dropped():
+            self._drop(reason, pkt)
+
+    # ------------------------------------------------------------------ inputs
+    def receive_frame(
+        self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
+    ) -> None:
+        self._now = now
+        try:
+            self._receive(now, packet, src_mac, rssi_dbm)
+        except (ValueError, IndexError, struct.error) as e:  # MalformedPacket is a ValueError
+            self.counters["malformed"] += 1
+            self.last_malformed = str(e)
+            self._drop("malformed", packet)
+
+    def send_local(self, now: float, packet: bytes) -> None:
+        self._now = now
+        try:
+            hdr = ipv4.parse(packet)
+        except ipv4.MalformedPacket as e:
+            self.counters["malformed"] += 1
+            self.last_malformed = str(e)
+            self._drop("malformed", packet)
+            return
+        dst = hdr.dst
+        if dst.is_multicast or dst == BROADCAST or dst == self.address:
+            self._drop("unroutable", packet)
+            return
+        self.counters["originated"] += 1
+        route = self.cache.lookup(now, dst)
+        if route is not None:
+            self._send_data(packet, route)
+            return
+        self.send_buffer.add(now, dst, bytes(packet))
+        self._drain_buffer_drops()
+        if dst not in self._discoveries:
+            self._start_discovery(now, dst)
+
+    def link_event(self, now: float, event: LinkEvent) -> None:
+        self._now = now
+        if isinstance(event, LinkUp):
+            # A neighbour is a one-hop route (RFC 4728 4.1: any usable route info).
+            self._learn(now, (self.address, event.neighbour))
+        elif isinstance(event, LinkDown):
+            self._link_broken(now, event.neighbour, None)
+        elif isinstance(event, TxFailed):
+            self._link_broken(now, event.neighbour, event.packet)
+
+    def handle_timer(self, now: float) -> None:
+        self._now = now
+        while self._timers and self._timers[0][0] <= now:
+            _, _, kind, data = heapq.heappop(self._timers)
+            if kind == _TIMER_BCAST:
+                self.counters["requests-forwarded"] += 1
+                self._emit(SendFrame(None, data))
+            elif kind == _TIMER_DISCOVERY:
+                d = self._discoveries.get(data)
+                if d is not None and d.next_at <= now:
+                    self._discovery_timeout(now, d)
+        if self._cache_check is not None and self._cache_check <= now:
+            self.cache.expire(now)
+            self._cache_check = self.cache.next_expiry()
+        if self.send_buffer.expire(now):
+            self._drain_buffer_drops()
+        for target in [t for t in self._discoveries if not self.send_buffer.waiting(t)]:
+            # Nothing waits for this target any more (timed out): stop asking.
+            del self._discoveries[target]
+
+    def get_timer(self) -> float | None:
+        t = self._timers[0][0] if self._timers else None
+        for e in (self.send_buffer.next_expiry(), self._cache_check):
+            if e is not None and (t is None or e < t):
+                t = e
+        return t
+
+    # ------------------------------------------------------------------ receive path
+    def _receive(
+        self, now: float, packet: bytes, src_mac: bytes | None, rssi: float | None
+    ) -> None:
+        if len(packet) < 20 or packet[0] >> 4 != 4:
+            raise ipv4.MalformedPacket("not an IPv4 packet")
+        ihl = (packet[0] & 0x0F) * 4
+        total = (packet[2] << 8) | packet[3]
+        if ihl < 20 or total < ihl + dsr.HEADER_LEN or total > len(packet):
+            raise ipv4.MalformedPacket(f"bad IPv4 lengths (ihl {ihl}, total {total})")
+        if packet[9] != ipv4.PROTO_DSR:
+            self._drop("not-dsr", packet)
+            return
+        o = ihl + dsr.HEADER_LEN
+        plen = (packet[ihl + 2] << 8) | packet[ihl + 3]
+        if o + plen > total:
+            raise dsr.MalformedDsr(f"DSR payload length {plen} runs past the packet")
+        # Hot path: a data packet whose only option is the Source Route.
+        if plen >= 4 and packet[o] == dsr.OPT_SRCRT and packet[o + 1] + 2 == plen:
+            self._source_routed(now, bytearray(packet), ihl, o, total, src_mac, rssi, control=False)
+            return
+        self._control(now, packet, src_mac, rssi)
+
+    def _source_routed(
+        self,
+        now: float,
+        buf: bytearray,
+        ihl: int,
+        o: int,
+        total: int,
+        src_mac: bytes | None,
+        rssi: float | None,
+        control: bool,
+    ) -> None:
+        """Forward or deliver by the Source Route option at ``o`` (RFC 4728 8.1.4)."""
+        olen = buf[o + 1]
+        n, rem = divmod(olen - 2, 4)
+        if olen < 2 or rem:
+            raise dsr.MalformedDsr(f"source route option length {olen}")
+        sl = buf[o + 3] & 0x3F
+        salvage = ((buf[o + 2] & 0x03) << 2) | (buf[o + 3] >> 6)
+        if sl > n:
+            raise dsr.MalformedDsr(f"segments left {sl} exceeds the {n} addresses")
+        a0 = o + 4
+        idx = n - sl  # this receiver's position in the address list (n = the destination)
+        me = self._me
+        dst_b = bytes(buf[16:20])
+        intended = dst_b if sl == 0 else bytes(buf[a0 + 4 * idx : a0 + 4 * idx + 4])
+        if intended != me:
+            self._overheard(now, buf, a0, n, idx, salvage)
+            return
+        prev = bytes(buf[a0 + 4 * idx - 4 : a0 + 4 * idx]) if idx > 0 else bytes(buf[12:16])
+        if src_mac is not None and (idx > 0 or salvage == 0):
+            self.neighbours.learn(now, self._addr(prev), src_mac, rssi)
+        key = bytes(buf[12:20]) + bytes(buf[a0 : a0 + 4 * n]) + bytes((salvage > 0,))
+        last = self._snooped.get(key)
+        if last is None or now - last >= _SNOOP_REFRESH:
+            if len(self._snooped) > 1024:
+                self._snooped.clear()
+            self._snooped[key] = now
+            self._learn_traversed(now, buf, a0, n, salvage)
+        if sl == 0:
+            self._deliver(buf, control)
+            return
+        # Forward: the next address, or the destination after the last one.
+        buf[o + 3] = (buf[o + 3] & 0xC0) | (sl - 1)
+        nxt = bytes(buf[a0 + 4 * idx + 4 : a0 + 4 * idx + 8]) if idx + 1 < n else dst_b
+        if ipv4.decrement_ttl(buf) == 0:
+            self._drop("ttl-expired", buf)
+            return
+        self.counters["forwarded"] += 1
+        self._emit(SendFrame(self._addr(nxt), bytes(buf[:total])))
+
+    def _deliver(self, buf: bytes | bytearray, control: bool) -> None:
+        ihl = (buf[0] & 0x0F) * 4
+        if buf[ihl] == dsr.NO_NEXT_HEADER:
+            if not control:
+                self.counters["empty-delivered"] += 1
+            return
+        self.counters["delivered"] += 1
+        self._emit(Deliver(dsr.strip(buf)))
+
+    def _learn_traversed(
+        self, now: float, buf: bytes | bytearray, a0: int, n: int, salvage: int
+    ) -> None:
+        addrs = [bytes(buf[a0 + 4 * i : a0 + 4 * i + 4]) for i in range(n)]
+        full = ([bytes(buf[12:16])] if salvage == 0 else []) + addrs + [bytes(buf[16:20])]
+        self._learn_around(now, [self._addr(a) for a in full])
+
+    def _learn_around(self, now: float, full: list[IPv4Address]) -> None:
+        """Cache both directions from this node along a route it is on (links are
+        bidirectional on 802.11, see module docstring)."""
+        try:
+            p = full.index(self.address)
+        except ValueError:
+            return
+        self._learn(now, tuple(full[p:]))
+        self._learn(now, tuple(reversed(full[: p + 1])))
+
+    def _learn(self, now: float, path: Path) -> None:
+        if len(path) < 2 or len(path) - 1 > self.config.max_route_length:
+            return
+        if not self.cache.add(now, path):
+            return
+        expiry = now + self.config.route_cache_timeout
+        if self._cache_check is None or expiry < self._cache_check:
+            self._cache_check = expiry
+        for node in path[1:]:
+            if node in self._discoveries or node in self._down or self.send_buffer.waiting(node):
+                self._route_up(now, node)
+
+    def _route_up(self, now: float, dst: IPv4Address) -> None:
+        route = self.cache.lookup(now, dst)
+        if route is None:
+            return
+        self._discoveries.pop(dst, None)
+        self._down.discard(dst)
+        self._emit(
+            Notify(
+                "route-up",
+                {
+                    "dst": str(dst),
+                    "next_hop": str(route[1]),
+                    "hops": len(route) - 1,
+                    "path": [str(a) for a in route],
+                },
+            )
+        )
+        for pkt in self.send_buffer.release(dst):
+            self._send_data(pkt, route)
+
+    # ------------------------------------------------------------------ control path
+    def _control(
+        self, now: float, packet: bytes, src_mac: bytes | None, rssi: float | None
+    ) -> None:
+        ip, hdr = dsr.parse(packet)
+        rreq = hdr.first(dsr.RouteRequest)
+        if rreq is not None:
+            self._request(now, packet, ip, rreq.option, src_mac, rssi)
+            return
+        buf = bytearray(packet)
+        keep: list[dsr.ParsedOption] = []
+        changed = False
+        for p in hdr.options:
+            opt = p.option
+            if isinstance(opt, dsr.UnknownOption):
+                action = dsr.unknown_option_action(opt.type)
+                self.counters[f"unknown-option-{action}"] += 1
+                if action == "drop":
+                    self._drop("unknown-option", packet)
+                    return
+                if action == "remove":
+                    changed = True
+                    continue
+            keep.append(p)
+        if changed:
+            opts = [p.option for p in keep]
+            inner = bytes(packet[hdr.end : ip.total_length])
+            buf = bytearray(_with_options(packet, ip, hdr.next_header, opts, inner))
+            ip, hdr = dsr.parse(buf)
+        for p in hdr.options:
+            opt = p.option
+            if isinstance(opt, dsr.RouteError):
+                self._route_error_seen(now, ip, opt)
+            elif isinstance(opt, dsr.RouteReply):
+                self.counters["replies-seen"] += 1
+                self._learn_around(now, [ip.dst, *opt.addresses])
+        sr = hdr.first(dsr.SourceRoute)
+        if sr is not None:
+            self._source_routed(now, buf, ip.ihl, sr.offset, ip.total_length, src_mac, rssi, True)
+            return
+        if ip.dst == self.address:
+            # A one-hop control packet without a Source Route (other implementations).
+            if src_mac is not None:
+                self.neighbours.learn(now, ip.src, src_mac, rssi)
+            self._learn(now, (self.address, ip.src))
+            self._deliver(buf, control=True)
+            return
+        self._drop("no-source-route", packet)
+
+    def _request(
+        self,
+        now: float,
+        packet: bytes,
+        ip: ipv4.IPv4Header,
+        rreq: dsr.RouteRequest,
+        src_mac: bytes | None,
+        rssi: float | None,
+    ) -> None:
+        """Process a received Route Request (RFC 4728 8.2.2)."""
+        init = ip.src
+        if init == self.address:
+            self.counters["own-request-heard"] += 1
+            return
+        addrs = rreq.addresses
+        prev = addrs[-1] if addrs else init
+        if src_mac is not None:
+            self.neighbours.learn(now, prev, src_mac, rssi)
+        if self.address in addrs:
+            self.counters["request-loop"] += 1
+            return
+        self.counters["requests-received"] += 1
+        # The recorded route, reversed, leads back to the initiator.
+        self._learn(now, (self.address, *reversed(addrs), init))
+        if rreq.target == self.address:
+            self._reply(now, init, (*addrs, self.address), tuple(reversed(addrs)))
+            return
+        seen = self._request_table.get(init)
+        if seen is not None and rreq.ident in seen:
+            self.counters["request-duplicate"] += 1
+            return
+        self._remember_request(init, rreq.ident)
+        if self.config.cache_replies:
+            route = self.cache.lookup(now, rreq.target)
+            if route is not None:
+                full = (init, *addrs, *route)
+                if len(set(full)) == len(full) and len(full) - 1 <= self.config.max_route_length:
+                    self.counters["cache-replies"] += 1
+                    self._reply(now, init, (*addrs, *route), tuple(reversed(addrs)))
+                    return
+        if ip.ttl <= 1:
+            self.counters["request-ttl-end"] += 1  # the ring-0 request stops here
+            return
+        if len(addrs) + 2 > self.config.max_route_length:
+            self.counters["request-too-long"] += 1
+            return
+        fwd = dsr.encapsulate(
+            dsr.IPFields(init, BROADCAST, ttl=ip.ttl - 1, tos=ip.tos, ident=ip.ident),
+            [dsr.RouteRequest(rreq.ident, rreq.target, (*addrs, self.address))],
+            dsr.NO_NEXT_HEADER,
+        )
+        delay = self._rng.uniform(0, self.config.broadcast_jitter)
+        self._schedule(now + delay, _TIMER_BCAST, fwd)
+
+    def _remember_request(self, init: IPv4Address, ident: int) -> None:
+        table = self._request_table
+        ids = table.get(init)
+        if ids is None:
+            ids = table[init] = deque(maxlen=self.config.request_table_ids)
+            if len(table) > self.config.request_table_size:
+                table.popitem(last=False)
+        else:
+            table.move_to_end(init)
+        ids.append(ident)
+
+    def _reply(
+        self,
+        now: float,
+        to: IPv4Address,
+        route: tuple[IPv4Address, ...],
+        back: tuple[IPv4Address, ...],
+        gratuitous: bool = False,
+    ) -> None:
+        """Send a Route Reply carrying ``route`` to ``to`` via intermediate hops ``back``
+        (RFC 4728 8.2.4, 8.2.3, 8.4.4)."""
+        pkt = dsr.encapsulate(
+            dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit),
+            [dsr.RouteReply(route), dsr.SourceRoute(back, len(back))],
+            dsr.NO_NEXT_HEADER,
+        )
+        self.counters["replies-sent"] += 1
+        self._emit(SendFrame(back[0] if back else to, pkt))
+
+    def _overheard(
+        self, now: float, buf: bytearray, a0: int, n: int, idx: int, salvage: int
+    ) -> None:
+        """A frame whose source route names another receiver (RFC 4728 8.4.4)."""
+        self.counters["overheard"] += 1
+        if not self.config.gratuitous_replies or salvage:
+            return
+        addrs = [bytes(buf[a0 + 4 * i : a0 + 4 * i + 4]) for i in range(n)]
+        full = [bytes(buf[12:16]), *addrs, bytes(buf[16:20])]
+        # full[idx + 1] is the intended receiver, full[idx] the transmitter.
+        try:
+            j = full.index(self._me, idx + 2)
+        except ValueError:
+            return  # not later in the route than the next hop: nothing to shorten
+        src, transmitter = self._addr(full[0]), self._addr(full[idx])
+        last = self._grat_sent.get((src, transmitter))
+        if last is not None and now - last < self.config.grat_reply_holdoff:
+            self.counters["grat-reply-holdoff"] += 1
+            return
+        self._grat_sent[(src, transmitter)] = now
+        short = [self._addr(a) for a in full[: idx + 1] + full[j:]]
+        self._learn_around(now, short)
+        self.counters["grat-replies"] += 1
+        me_at = idx + 1
+        back = tuple(reversed(short[1:me_at]))
+        self._reply(now, src, tuple(short[1:]), back, gratuitous=True)
+
+    # ------------------------------------------------------------------ discovery
+    def _start_discovery(self, now: float, target: IPv4Address) -> None:
+        d = self._discoveries[target] = _Discovery(target, now)
+        self._send_request(d, ttl=1)  # ring 0: neighbours only (8.2.1)
+        d.next_at = now + self.config.nonprop_request_timeout
+        self._schedule(d.next_at, _TIMER_DISCOVERY, target)
+
+    def _send_request(self, d: _Discovery, ttl: int) -> None:
+        self._next_id = (self._next_id + 1) & 0xFFFF
+        d.last_id = self._next_id
+        pkt = dsr.encapsulate(
+            dsr.IPFields(self.address, BROADCAST, ttl=ttl),
+            [dsr.RouteRequest(d.last_id, d.target)],
+            dsr.NO_NEXT_HEADER,
+        )
+        self.counters["requests-sent"] += 1
+        self._emit(SendFrame(None, pkt))
+
+    def _discovery_timeout(self, now: float, d: _Discovery) -> None:
+        cfg = self.config
+        if not self.send_buffer.waiting(d.target):
+            del self._discoveries[d.target]
+            return
+        if d.attempts > cfg.max_request_rexmt:
+            # Gave up (8.2.1): what waits for this target cannot be delivered.
+            del self._discoveries[d.target]
+            self.counters["discoveries-failed"] += 1
+            self.send_buffer.discard(d.target, "no-route")
+            self._drain_buffer_drops()
+            return
+        self._send_request(d, ttl=cfg.discovery_hop_limit)
+        backoff = min(cfg.request_period * (2**d.attempts), cfg.max_request_period)
+        d.attempts += 1
+        d.next_at = now + backoff
+        self._schedule(d.next_at, _TIMER_DISCOVERY, d.target)
+
+    # ------------------------------------------------------------------ sending data
+    def _send_data(self, packet: bytes, route: Path, salvage: int = 0) -> None:
+        """Source a packet along ``route`` (route[0] is this node; RFC 4728 8.1.3)."""
+        hops = route[1:-1]
+        out = dsr.add_header(packet, [dsr.SourceRoute(hops, len(hops), salvage)])
+        self.counters["sent"] += 1
+        self._emit(SendFrame(route[1], out))
+
+    # ------------------------------------------------------------------ maintenance
+    def _link_broken(self, now: float, neighbour: IPv4Address, packet: bytes | None) -> None:
+        """The link to ``neighbour`` broke (RFC 4728 8.3.1): purge, report, salvage."""
+        before = self.cache.destinations(now)
+        cut = self.cache.remove_link(self.address, neighbour)
+        if cut:
+            self.counters["link-breaks"] += 1
+        lost = before - self.cache.destinations(now)
+        elfn: dict[str, Any] = {}
+        failed = None
+        if packet is not None:
+            try:
+                failed = self._failed_packet(packet)
+            except (ValueError, IndexError, struct.error):
+                self.counters["malformed"] += 1
+                failed = None
+            if failed is not None:
+                elfn = failed[3]
+        for dst in sorted(lost):
+            fields: dict[str, Any] = {
+                "dst": str(dst),
+                "next_hop": str(neighbour),
+                "broken_link": [str(self.address), str(neighbour)],
+            }
+            if elfn and elfn.get("dst") == str(dst):
+                fields.update(elfn)
+            self._down.add(dst)
+            self._emit(Notify("route-down", fields))
+        if failed is not None:
+            self._maintain(now, neighbour, packet, failed)
+
+    def _failed_packet(
+        self, packet: bytes
+    ) -> tuple[ipv4.IPv4Header, dsr.DsrHeader, bytes, dict] | None:
+        ip, hdr = dsr.parse(packet)
+        inner = dsr.strip(packet)
+        fields: dict[str, Any] = {"src": str(ip.src), "dst": str(ip.dst)}
+        if hdr.next_header == ipv4.PROTO_TCP:
+            iihl = (inner[0] & 0x0F) * 4
+            t = ipv4.tcp_ports_seq(inner[iihl:])
+            if t is not None:
+                fields.update(protocol="tcp", sport=t[0], dport=t[1], seq=t[2])
+        return ip, hdr, inner, fields
+
+    def _maintain(self, now: float, neighbour: IPv4Address, packet: bytes, failed: tuple) -> None:
+        ip, hdr, inner, _fields = failed
+        sr = hdr.first(dsr.SourceRoute)
+        salvage = sr.option.salvage if sr is not None else 0
+        is_error = bool(hdr.find(dsr.RouteError))
+        if ip.src == self.address and salvage == 0:
+            if hdr.next_header == dsr.NO_NEXT_HEADER:
+                self._drop("link-broken", packet)
+                return
+            # Our own packet: try another route, else wait for a new discovery.
+            self.counters["rerouted"] += 1
+            self.send_local(now, inner)
+            return
+        if not is_error:
+            self._send_error(now, ip.src, neighbour, salvage)
+        else:
+            self._drop("link-broken", packet)  # never a Route Error about a Route Error
+            return
+        if hdr.next_header == dsr.NO_NEXT_HEADER:
+            self._drop("link-broken", packet)
+            return
+        if self.config.salvage and salvage < self.config.max_salvage_count:
+            route = self.cache.lookup(now, ip.dst)
+            if route is not None:
+                # 8.4.3: this node becomes Address[1] of the new route.
+                hops = (self.address, *route[1:-1])
+                out = dsr.add_header(inner, [dsr.SourceRoute(hops, len(hops) - 1, salvage + 1)])
+                self.counters["salvaged"] += 1
+                self._emit(SendFrame(route[1], out))
+                return
+        self._drop("link-broken", packet)
+
+    def _send_error(
+        self, now: float, to: IPv4Address, unreachable: IPv4Address, salvage: int
+    ) -> None:
+        """A NODE_UNREACHABLE Route Error to the failed packet's source (8.3.4)."""
+        route = self.cache.lookup(now, to)
+        if route is None:
+            self.counters["errors-unroutable"] += 1
+            return
+        hops = route[1:-1]
+        err = dsr.RouteError.node_unreachable(self.address, to, unreachable, salvage)
+        pkt = dsr.encapsulate(
+            dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit),
+            [err, dsr.SourceRoute(hops, len(hops))],
+            dsr.NO_NEXT_HEADER,
+        )
+        self.counters["errors-sent"] += 1
+        self._emit(SendFrame(route[1], pkt))
+
+    def _route_error_seen(self, now: float, ip: ipv4.IPv4Header, err: dsr.RouteError) -> None:
+        """Any node handling a Route Error cuts the broken link (RFC 4728 8.3.5)."""
+        self.counters["errors-seen"] += 1
+        bad = err.unreachable
+        if bad is None:
+            return
+        before = self.cache.destinations(now)
+        self.cache.remove_link(err.error_src, bad)
+        if err.error_dst != self.address:
+            return
+        for dst in sorted(before - self.cache.destinations(now)):
+            self._down.add(dst)
+            self._emit(
+                Notify(
+                    "route-down",
+                    {
+                        "dst": str(dst),
+                        "broken_link": [str(err.error_src), str(bad)],
+                        "reported_by": str(err.error_src),
+                    },
+                )
+            )
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> dict[str, Any]:
+        now = self._now
+        self.cache.expire(now)
+        return {
+            "protocol": "dsr",
+            "address": str(self.address),
+            "paths": [
+                {
+                    "path": [str(a) for a in e.path],
+                    "hops": len(e.path) - 1,
+                    "age_s": round(now - e.added, 3),
+                    "idle_s": round(now - e.used, 3),
+                }
+                for e in sorted(self.cache.entries(), key=lambda e: (len(e.path), e.path))
+            ],
+            "discoveries": [
+                {
+                    "target": str(d.target),
+                    "attempts": d.attempts,
+                    "since_s": round(now - d.started, 3),
+                    "next_in_s": round(d.next_at - now, 3),
+                }
+                for d in self._discoveries.values()
+            ],
+            "request_table": {str(k): list(v) for k, v in self._request_table.items()},
+            "send_buffer": {
+                str(d): self.send_buffer.waiting(d) for d in self.send_buffer.destinations()
+            },
+            "send_buffer_drops": dict(self.send_buffer.drops),
+            "counters": dict(self.counters),
+        }
+
+
+def _with_options(
+    packet: bytes, ip: ipv4.IPv4Header, next_header: int, options: list, inner: bytes
+) -> bytes:
+    """The packet with its DSR header rebuilt from ``options`` (IP fields kept)."""
+    head = bytes(packet[: ip.ihl])
+    body = dsr.dsr_header(next_header, options) + inner
+    out = bytearray(head + body)
+    struct.pack_into("!H", out, 2, len(out))
+    out[9] = ipv4.PROTO_DSR
+    out[10:12] = b"\0\0"
+    struct.pack_into("!H", out, 10, ipv4.checksum(out[: ip.ihl]))
+    return bytes(out)

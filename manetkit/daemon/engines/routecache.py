@@ -1,0 +1,133 @@
+"""DSR Route Cache as a path cache (RFC 4728 section 4.1 and 8.1.2).
+
+Why a path cache and not a link cache: Holland & Vaidya's TCP results (the baseline
+manetkit is measured against) come from CMU's DSR, which keeps whole paths; a path cache
+only ever returns routes some packet actually travelled or some node actually replied
+with, so it never stitches together links of different ages into a route nobody has
+used. Every cached path starts at this node; any prefix of it is a route to each node on
+it (RFC 4728 4.1: "a route to each intermediate node is implicitly also cached").
+
+Pure data with explicit ``now``: paths expire ``timeout`` seconds after they were last
+added or used (RouteCacheTimeout, section 9); the cache holds at most ``capacity``
+paths, evicting the least recently used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+
+Path = tuple[IPv4Address, ...]
+
+
+@dataclass(slots=True)
+class CachedPath:
+    path: Path  # path[0] is this node
+    added: float
+    used: float
+
+
+class RouteCache:
+    def __init__(self, me: IPv4Address, timeout: float = 300.0, capacity: int = 64) -> None:
+        self.me = me
+        self.timeout = timeout
+        self.capacity = capacity
+        self._paths: dict[Path, CachedPath] = {}
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def add(self, now: float, path: Sequence[IPv4Address]) -> bool:
+        """Cache ``path`` (must start at this node, no repeated node). True if new.
+
+        A path that is a prefix of one already cached adds nothing; a path that extends
+        a cached one replaces it.
+        """
+        p = tuple(path)
+        if len(p) < 2 or p[0] != self.me or len(set(p)) != len(p):
+            return False
+        for q, entry in self._paths.items():
+            if q[: len(p)] == p:
+                entry.used = max(entry.used, now)
+                return False
+        for q in [q for q in self._paths if p[: len(q)] == q]:
+            del self._paths[q]
+        self._paths[p] = CachedPath(p, now, now)
+        if len(self._paths) > self.capacity:
+            oldest = min(self._paths.values(), key=lambda e: e.used)
+            del self._paths[oldest.path]
+        return True
+
+    def expire(self, now: float) -> list[Path]:
+        gone = [p for p, e in self._paths.items() if now - e.used >= self.timeout]
+        for p in gone:
+            del self._paths[p]
+        return gone
+
+    def next_expiry(self) -> float | None:
+        """When the least recently used path expires (for the owner's timer)."""
+        return min((e.used + self.timeout for e in self._paths.values()), default=None)
+
+    def lookup(
+        self, now: float, dst: IPv4Address, avoid: tuple[IPv4Address, IPv4Address] | None = None
+    ) -> Path | None:
+        """The shortest cached route to ``dst`` (newest on ties), marking it used.
+
+        ``avoid`` excludes routes that use that link (either direction), for salvaging.
+        """
+        best: tuple[int, float, Path, CachedPath] | None = None
+        for p, e in self._paths.items():
+            if now - e.used >= self.timeout:
+                continue
+            try:
+                i = p.index(dst)
+            except ValueError:
+                continue
+            route = p[: i + 1]
+            if avoid is not None and _uses_link(route, avoid):
+                continue
+            key = (i, -e.added)
+            if best is None or key < (best[0], best[1]):
+                best = (i, -e.added, route, e)
+        if best is None:
+            return None
+        best[3].used = now
+        return best[2]
+
+    def remove_link(self, a: IPv4Address, b: IPv4Address) -> list[Path]:
+        """Cut every cached path at the link a-b (either direction; RFC 4728 8.3.5).
+
+        Returns the paths that were cut. The part before the link stays cached, since
+        it is still a valid route to the nodes on it.
+        """
+        cut: list[Path] = []
+        for p in list(self._paths):
+            i = _link_index(p, (a, b))
+            if i is None:
+                continue
+            cut.append(p)
+            entry = self._paths.pop(p)
+            prefix = p[: i + 1]
+            if len(prefix) >= 2 and not any(q[: len(prefix)] == prefix for q in self._paths):
+                self._paths[prefix] = CachedPath(prefix, entry.added, entry.used)
+        return cut
+
+    def destinations(self, now: float) -> set[IPv4Address]:
+        return {a for p, e in self._paths.items() if now - e.used < self.timeout for a in p[1:]}
+
+    def entries(self) -> list[CachedPath]:
+        return list(self._paths.values())
+
+
+def _link_index(path: Path, link: tuple[IPv4Address, IPv4Address]) -> int | None:
+    a, b = link
+    for i in range(len(path) - 1):
+        x, y = path[i], path[i + 1]
+        if (x == a and y == b) or (x == b and y == a):
+            return i
+    return None
+
+
+def _uses_link(path: Path, link: tuple[IPv4Address, IPv4Address]) -> bool:
+    return _link_index(path, link) is not None

@@ -1,0 +1,429 @@
+"""DSR engine behaviour on a simulated network with a fake clock (RFC 4728 section 8)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from manetkit.daemon.engines.dsr import DsrConfig, max_overhead
+from manetkit.daemon.wire import dsr, ipv4
+from tests.daemon.dsrutil import (
+    A,
+    after_hops,
+    chain_links,
+    dsr_net,
+    first,
+    paths,
+    tcp_packet,
+    udp_packet,
+    uses_link,
+)
+
+
+def requests_from(sim, node):
+    return [f for f in sim.frames_from(A(node)) if first(f.packet, dsr.RouteRequest)]
+
+
+def test_discovery_over_5_node_chain_ring0_then_propagating():
+    sim = dsr_net(5, chain_links(5))
+    pkt = udp_packet(A(1), A(5))
+    sim.send(A(1), pkt)
+    sim.run()
+    reqs = requests_from(sim, 1)
+    # 8.2.1: a non-propagating request (TTL 1) first, the propagating one after
+    # NonpropRequestTimeout (30 ms), and no more once the reply came.
+    assert [(f.time, ipv4.parse(f.packet).ttl) for f in reqs] == [(0.0, 1), (0.03, 255)]
+    assert sim.delivered[A(5)] == [after_hops(pkt, 4)]
+    assert paths(sim, 1) == [(1, 2, 3, 4, 5)]
+    (up,) = sim.events(A(1), "route-up")
+    assert up["dst"] == "10.42.0.5" and up["hops"] == 4 and up["next_hop"] == "10.42.0.2"
+    assert up["path"] == [str(A(i)) for i in range(1, 6)]
+    # The data frame from the source carries the discovered route (8.1.3).
+    data = [
+        f
+        for f in sim.frames_from(A(1))
+        if ipv4.parse(f.packet).ttl == 64 and first(f.packet, dsr.SourceRoute)
+    ]
+    sr = first(data[0].packet, dsr.SourceRoute)
+    assert sr.addresses == (A(2), A(3), A(4)) and sr.segments_left == 3 and sr.salvage == 0
+    # Every node learnt the previous hop's MAC from the packets it received.
+    assert sim.engines[A(3)].neighbours.mac_of(A(2)) == b"\x02\x00" + A(2).packed
+    assert sim.engines[A(5)].neighbours.mac_of(A(4)) == b"\x02\x00" + A(4).packed
+    # The target and intermediates learnt routes back to the initiator.
+    assert (5, 4, 3, 2, 1) in paths(sim, 5)
+
+
+def test_ring0_request_answers_a_neighbour_target_without_propagating():
+    sim = dsr_net(3, chain_links(3))
+    sim.send(A(1), udp_packet(A(1), A(2)))
+    sim.run()
+    assert len(requests_from(sim, 1)) == 1
+    assert sim.engines[A(2)].counters["requests-forwarded"] == 0
+    assert len(sim.delivered[A(2)]) == 1
+
+
+def test_send_buffer_released_in_order():
+    sim = dsr_net(5, chain_links(5))
+    sent = [udp_packet(A(1), A(5), f"pkt{i}".encode(), ident=i) for i in range(8)]
+    for p in sent:
+        sim.send(A(1), p)
+    assert len(sim.engines[A(1)].send_buffer) == 8
+    sim.run()
+    assert sim.delivered[A(5)] == [after_hops(p, 4) for p in sent]
+    assert len(sim.engines[A(1)].send_buffer) == 0
+
+
+@pytest.mark.parametrize("cache_replies", [False, True])
+def test_cache_replies_off_vs_on_with_stale_entry(cache_replies):
+    # Node 2 holds a stale path 2-6-5 (node 6 left long ago).
+    sim = dsr_net([1, 2, 3, 4, 5, 6], chain_links(5), cache_replies=cache_replies)
+    sim.engines[A(2)].cache.add(0.0, (A(2), A(6), A(5)))
+    pkt = udp_packet(A(1), A(5))
+    sim.send(A(1), pkt)
+    sim.run()
+    replies = [f for f in sim.frames if first(f.packet, dsr.RouteReply)]
+    first_reply = replies[0]
+    if not cache_replies:
+        # Off (Holland & Vaidya 5): only the target answers, with a fresh route.
+        assert {ipv4.parse(f.packet).src for f in replies} == {A(5)}
+        assert paths(sim, 1) == [(1, 2, 3, 4, 5)]
+        assert sim.delivered[A(5)] == [after_hops(pkt, 4)]
+    else:
+        # On: node 2 answers the ring-0 request from its stale cache ...
+        assert ipv4.parse(first_reply.packet).src == A(2)
+        assert first(first_reply.packet, dsr.RouteReply).addresses == (A(2), A(6), A(5))
+        assert sim.engines[A(2)].counters["cache-replies"] == 1
+        # ... so the data goes into the stale route and is lost at node 2, which
+        # reports the break back to the source.
+        assert sim.delivered[A(5)] == []
+        assert sim.engines[A(2)].counters["errors-sent"] == 1
+        assert not any(uses_link(p, 2, 6) for p in paths(sim, 1))
+
+
+def test_salvage_after_break_with_alternative_route():
+    # 1-2-3-4 and a longer alternative 2-5-6-4.
+    links = [(1, 2), (2, 3), (3, 4), (2, 5), (5, 6), (6, 4)]
+    sim = dsr_net(6, links)
+    sim.send(A(1), udp_packet(A(1), A(4), b"first"))
+    sim.run()
+    assert (1, 2, 3, 4) in paths(sim, 1)
+    assert (2, 5, 6, 4) in paths(sim, 2)  # learnt from the target's second reply
+    sim.unlink(A(2), A(3))
+    second = udp_packet(A(1), A(4), b"second")
+    sim.send(A(1), second)
+    sim.run()
+    assert sim.engines[A(2)].counters["salvaged"] == 1
+    (got,) = [p for p in sim.delivered[A(4)] if p.endswith(b"second")]
+    assert got == after_hops(second, 4)  # salvaged: 1-2-5-6-4
+    salvaged = [
+        f
+        for f in sim.frames_from(A(2))
+        if (sr := first(f.packet, dsr.SourceRoute)) and sr.salvage == 1
+    ]
+    assert first(salvaged[0].packet, dsr.SourceRoute).addresses == (A(2), A(5), A(6))
+    # The source heard the Route Error and cut the broken link (8.3.4, 8.3.5).
+    assert not any(uses_link(p, 2, 3) for p in paths(sim, 1))
+
+
+def test_salvage_off_drops_and_reports():
+    links = [(1, 2), (2, 3), (3, 4), (2, 5), (5, 6), (6, 4)]
+    sim = dsr_net(6, links, salvage=False)
+    sim.send(A(1), udp_packet(A(1), A(4), b"first"))
+    sim.run()
+    sim.unlink(A(2), A(3))
+    sim.send(A(1), udp_packet(A(1), A(4), b"second"))
+    sim.run()
+    assert sim.engines[A(2)].counters["salvaged"] == 0
+    assert [d.reason for d in sim.dropped[A(2)]] == ["link-broken"]
+    assert not any(p.endswith(b"second") for p in sim.delivered[A(4)])
+
+
+def test_route_shortening_by_gratuitous_reply():
+    sim = dsr_net(4, chain_links(4), promiscuous=True)
+    sim.send(A(1), udp_packet(A(1), A(4), b"a"))
+    sim.run()
+    assert paths(sim, 1) == [(1, 2, 3, 4)]
+    sim.link(A(1), A(3))  # node 3 moved into node 1's range
+    for i in range(5):
+        sim.send(A(1), udp_packet(A(1), A(4), b"b%d" % i))
+        sim.run(duration=0.1)
+    # Node 3 overheard 1 -> 2 and, being later in the route, replied gratuitously
+    # (8.4.4), once per GratReplyHoldoff although it overheard more.
+    assert sim.engines[A(3)].counters["grat-replies"] == 1
+    assert (1, 3, 4) in paths(sim, 1)
+    last = sim.frames_from(A(1))[-1]
+    assert last.next_hop == A(3)
+    assert first(last.packet, dsr.SourceRoute).addresses == (A(3),)
+    assert len(sim.delivered[A(4)]) == 6
+
+
+def test_gratuitous_replies_can_be_turned_off():
+    sim = dsr_net(4, chain_links(4), promiscuous=True, gratuitous_replies=False)
+    sim.send(A(1), udp_packet(A(1), A(4)))
+    sim.run()
+    sim.link(A(1), A(3))
+    sim.send(A(1), udp_packet(A(1), A(4)))
+    sim.run()
+    assert sim.engines[A(3)].counters["grat-replies"] == 0
+    assert paths(sim, 1) == [(1, 2, 3, 4)]
+
+
+def test_route_error_purges_caches_along_the_path_and_reports_elfn_fields():
+    sim = dsr_net(5, chain_links(5))
+    sim.send(A(1), udp_packet(A(1), A(5)))
+    sim.run()
+    for node in (1, 2, 3):
+        assert any(uses_link(p, 3, 4) for p in paths(sim, node))
+    sim.unlink(A(3), A(4))
+    sim.send(A(1), tcp_packet(A(1), A(5), 40000, 80, 123456789))
+    sim.run()
+    for node in (1, 2, 3):
+        assert not any(uses_link(p, 3, 4) for p in paths(sim, node)), node
+    # The detecting node reports the failed TCP packet for ELFN.
+    down3 = [e for e in sim.events(A(3), "route-down") if e["dst"] == "10.42.0.5"]
+    assert down3 and down3[0]["sport"] == 40000 and down3[0]["dport"] == 80
+    assert down3[0]["seq"] == 123456789 and down3[0]["src"] == "10.42.0.1"
+    assert down3[0]["broken_link"] == ["10.42.0.3", "10.42.0.4"]
+    # The source learns of it from the Route Error.
+    down1 = {e["dst"] for e in sim.events(A(1), "route-down")}
+    assert down1 == {"10.42.0.4", "10.42.0.5"}
+    rerr = [f for f in sim.frames_from(A(3)) if first(f.packet, dsr.RouteError)]
+    err = first(rerr[0].packet, dsr.RouteError)
+    assert (err.error_src, err.error_dst, err.unreachable) == (A(3), A(1), A(4))
+
+
+def test_link_down_purges_and_source_rediscovers():
+    sim = dsr_net(4, [(1, 2), (2, 3)])
+    sim.send(A(1), udp_packet(A(1), A(3), b"x"))
+    sim.run()
+    assert paths(sim, 1) == [(1, 2, 3)]
+    sim.unlink(A(1), A(2), notify=True)
+    assert paths(sim, 1) == []
+    assert {e["dst"] for e in sim.events(A(1), "route-down")} == {"10.42.0.2", "10.42.0.3"}
+    sim.link(A(1), A(4))
+    sim.link(A(4), A(3))
+    sent_before = sim.engines[A(1)].counters["requests-sent"]
+    sim.send(A(1), udp_packet(A(1), A(3), b"y"))
+    sim.run()
+    assert sim.engines[A(1)].counters["requests-sent"] > sent_before
+    assert sim.delivered[A(3)][-1].endswith(b"y")
+    assert paths(sim, 1) == [(1, 4, 3)]
+    ups = [e for e in sim.events(A(1), "route-up") if e["dst"] == "10.42.0.3"]
+    assert ups[-1]["path"] == ["10.42.0.1", "10.42.0.4", "10.42.0.3"]
+
+
+def test_link_down_uses_another_cached_route_without_discovery():
+    links = [(1, 2), (2, 3), (1, 4), (4, 5), (5, 3)]
+    sim = dsr_net(5, links)
+    sim.send(A(1), udp_packet(A(1), A(3), b"x"))
+    sim.run()
+    assert paths(sim, 1) == [(1, 2, 3), (1, 4, 5, 3)]  # the target answered both copies
+    sim.unlink(A(1), A(2), notify=True)
+    sent_before = sim.engines[A(1)].counters["requests-sent"]
+    sim.send(A(1), udp_packet(A(1), A(3), b"y"))
+    sim.run()
+    assert sim.engines[A(1)].counters["requests-sent"] == sent_before
+    assert sim.delivered[A(3)][-1].endswith(b"y")
+    assert sim.events(A(1), "route-down") == [
+        {"dst": "10.42.0.2", "next_hop": "10.42.0.2", "broken_link": ["10.42.0.1", "10.42.0.2"]}
+    ]
+
+
+def test_source_reroutes_own_packet_when_first_hop_fails():
+    links = [(1, 2), (2, 3), (1, 4), (4, 5), (5, 3)]
+    sim = dsr_net(5, links)
+    sim.send(A(1), udp_packet(A(1), A(3), b"x"))
+    sim.run()
+    sim.unlink(A(1), A(2))  # no link-sensing notice: the MAC's tx failure tells us
+    sim.send(A(1), udp_packet(A(1), A(3), b"y"))
+    sim.run()
+    assert sim.delivered[A(3)][-1].endswith(b"y")
+    assert sim.engines[A(1)].counters["rerouted"] == 1
+
+
+def test_request_backoff_is_exponential_and_capped():
+    sim = dsr_net(2, [(1, 2)], send_buffer_timeout=1000.0, max_request_rexmt=8)
+    pkt = udp_packet(A(1), A(9))
+    sim.send(A(1), pkt)
+    sim.run(until=500)
+    times = [f.time for f in requests_from(sim, 1)]
+    gaps = [round(b - a, 6) for a, b in zip(times, times[1:], strict=False)]
+    # Ring-0, then RequestPeriod * 2^k capped at MaxRequestPeriod (8.2.1).
+    assert gaps == [0.03, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0]
+    assert [(d.reason, d.packet) for d in sim.dropped[A(1)]] == [("no-route", pkt)]
+    assert sim.engines[A(1)].status()["discoveries"] == []
+    # Node 2 forwarded each propagating request once (ids differ), never the ring-0 one.
+    assert sim.engines[A(2)].counters["requests-forwarded"] == 9
+
+
+def test_duplicate_requests_suppressed():
+    # A ring: node 4 hears the request from 2 and from 3; it forwards it once.
+    links = [(1, 2), (1, 3), (2, 4), (3, 4), (4, 5)]
+    sim = dsr_net(5, links)
+    sim.send(A(1), udp_packet(A(1), A(9)))
+    sim.run(until=0.2)
+    eng4 = sim.engines[A(4)]
+    assert eng4.counters["requests-forwarded"] == 1
+    assert eng4.counters["request-duplicate"] >= 1
+    assert eng4.counters["request-loop"] + sim.engines[A(2)].counters["request-loop"] >= 1
+
+
+def test_send_buffer_timeout_drops_counted():
+    sim = dsr_net(2, [(1, 2)])
+    pkts = [udp_packet(A(1), A(9), bytes([i])) for i in range(3)]
+    for p in pkts:
+        sim.send(A(1), p)
+    sim.run(until=29.9)
+    assert sim.dropped[A(1)] == []
+    sim.run(until=31)
+    assert [(d.reason, d.packet) for d in sim.dropped[A(1)]] == [("timeout", p) for p in pkts]
+    st = sim.engines[A(1)].status()
+    assert st["counters"]["drop-timeout"] == 3 and st["send_buffer_drops"] == {"timeout": 3}
+    assert st["discoveries"] == [] and st["send_buffer"] == {}
+
+
+def test_send_buffer_full_drops():
+    sim = dsr_net(2, [(1, 2)], send_buffer_packets=2)
+    for i in range(3):
+        sim.send(A(1), udp_packet(A(1), A(9), bytes([i])))
+    assert [d.reason for d in sim.dropped[A(1)]] == ["full"]
+
+
+def _raw(options_bytes: bytes, dst=None, plen=None) -> bytes:
+    body = bytes((ipv4.PROTO_UDP, 0)) + (len(options_bytes) if plen is None else plen).to_bytes(
+        2, "big"
+    )
+    return ipv4.build(A(7), dst or A(1), ipv4.PROTO_DSR, body + options_bytes)
+
+
+MALFORMED = {
+    "empty": b"",
+    "short": b"\x45" * 10,
+    "ipv6": b"\x60" + bytes(39),
+    "no-dsr-header": ipv4.build(A(7), A(1), ipv4.PROTO_DSR, b"\x11"),
+    "payload-length-past-end": _raw(b"\x60\x02\x00\x00", plen=40),
+    "segments-left-too-big": _raw(b"\x60\x06\x00\x05" + A(1).packed),
+    "srcrt-odd-length": _raw(b"\x60\x05\x00\x00" + A(1).packed[:3]),
+    "option-past-end": _raw(b"\x01\x20\x00\x01"),
+    "rreq-too-short": _raw(b"\x01\x03\x00\x01\x0a"),
+    "rerr-no-unreachable": _raw(b"\x03\x0a\x01\x00" + A(7).packed + A(1).packed),
+}
+
+
+def test_malformed_input_counted_and_dropped():
+    sim = dsr_net(2, [(1, 2)])
+    for bad in MALFORMED.values():
+        sim.inject(A(1), bad, b"\x02\x00\x0a\x2a\x00\x07")
+    eng = sim.engines[A(1)]
+    assert eng.counters["malformed"] == len(MALFORMED)
+    assert [d.reason for d in sim.dropped[A(1)]] == ["malformed"] * len(MALFORMED)
+    # Still works afterwards.
+    sim.send(A(1), udp_packet(A(1), A(2)))
+    sim.run()
+    assert len(sim.delivered[A(2)]) == 1
+
+
+def test_malformed_local_packet_refused():
+    sim = dsr_net(1, [])
+    sim.send(A(1), b"\x45\x00")
+    assert [d.reason for d in sim.dropped[A(1)]] == ["malformed"]
+
+
+def test_unknown_options_follow_their_type_bits():
+    sim = dsr_net(3, chain_links(3))
+    sim.send(A(1), udp_packet(A(1), A(3), b"warmup"))
+    sim.run()
+    inner = udp_packet(A(1), A(3), b"ext")
+    for otype, arrives in ((0x05, True), (0x45, True), (0xC5, False)):
+        pkt = dsr.add_header(
+            inner,
+            [dsr.UnknownOption(otype, b"\x01\x02"), dsr.SourceRoute((A(2),), 1)],
+        )
+        sim.inject(A(2), pkt, b"\x02\x00" + A(1).packed)
+        sim.run()
+        fwd = sim.frames_from(A(2))[-1]
+        if arrives:
+            kept = [o for o in [*(_opts(fwd.packet))] if isinstance(o, dsr.UnknownOption)]
+            assert (kept != []) == (otype >> 6 == 0), hex(otype)  # 00 skip, 01 remove
+            assert sim.delivered[A(3)][-1] == after_hops(inner, 2)
+        else:
+            assert sim.dropped[A(2)][-1].reason == "unknown-option"
+
+
+def _opts(packet):
+    _, hdr = dsr.parse(packet)
+    return [p.option for p in hdr.options]
+
+
+def test_ttl_expiry_on_forwarding_dropped():
+    sim = dsr_net(3, chain_links(3))
+    pkt = dsr.add_header(
+        ipv4.build(A(1), A(3), ipv4.PROTO_UDP, b"12345678", ttl=1), [dsr.SourceRoute((A(2),), 1)]
+    )
+    sim.inject(A(2), pkt, b"\x02\x00" + A(1).packed)
+    assert [d.reason for d in sim.dropped[A(2)]] == ["ttl-expired"]
+
+
+def test_forwarding_decrements_ttl_and_keeps_checksum():
+    sim = dsr_net(3, chain_links(3))
+    pkt = dsr.add_header(udp_packet(A(1), A(3)), [dsr.SourceRoute((A(2),), 1)])
+    sim.inject(A(2), pkt, b"\x02\x00" + A(1).packed)
+    (f,) = sim.frames_from(A(2))
+    assert f.next_hop == A(3)
+    assert ipv4.parse(f.packet).ttl == 63 and ipv4.checksum(f.packet[:20]) == 0
+    assert first(f.packet, dsr.SourceRoute).segments_left == 0
+
+
+def test_status_shape():
+    sim = dsr_net(3, chain_links(3))
+    sim.send(A(1), udp_packet(A(1), A(3)))
+    sim.run()
+    st = sim.engines[A(1)].status()
+    assert st["protocol"] == "dsr" and st["address"] == "10.42.0.1"
+    assert st["paths"][0]["path"] == ["10.42.0.1", "10.42.0.2", "10.42.0.3"]
+    assert st["paths"][0]["hops"] == 2 and st["paths"][0]["age_s"] >= 0
+    assert st["counters"]["requests-sent"] == 2 and st["counters"]["sent"] == 1
+    assert isinstance(st["request_table"], dict)
+    import json
+
+    json.dumps(st)
+
+
+def test_route_cache_timeout():
+    sim = dsr_net(3, chain_links(3), route_cache_timeout=5.0)
+    sim.send(A(1), udp_packet(A(1), A(3)))
+    sim.run(duration=1.0)
+    assert paths(sim, 1)
+    sim.run(duration=5.0)
+    assert sim.engines[A(1)].status()["paths"] == []
+
+
+def test_config_refuses_bad_values_naming_the_field():
+    with pytest.raises(ValidationError, match="max_salvage_count"):
+        DsrConfig(max_salvage_count=16)
+    with pytest.raises(ValidationError, match="request_period"):
+        DsrConfig(request_period=20.0)
+    with pytest.raises(ValidationError, match="cache_reply"):
+        DsrConfig(cache_reply=True)  # typo: unknown fields are refused
+    cfg = DsrConfig()
+    assert (cfg.discovery_hop_limit, cfg.broadcast_jitter, cfg.route_cache_timeout) == (
+        255,
+        0.01,
+        300,
+    )
+    assert (cfg.send_buffer_timeout, cfg.max_request_period, cfg.request_period) == (30, 10, 0.5)
+    assert (cfg.nonprop_request_timeout, cfg.max_salvage_count, cfg.grat_reply_holdoff) == (
+        0.03,
+        15,
+        1,
+    )
+    assert cfg.cache_replies is False and cfg.salvage and cfg.gratuitous_replies
+
+
+def test_max_overhead_fits_the_longest_route():
+    # A salvaged packet on the longest route carries max_route_length addresses.
+    n = 6
+    pkt = udp_packet(A(1), A(2), b"x" * 100)
+    hops = tuple(A(10 + i) for i in range(n))
+    out = dsr.add_header(pkt, [dsr.SourceRoute(hops, n - 1, salvage=3)])
+    assert len(out) - len(pkt) == max_overhead(n)
