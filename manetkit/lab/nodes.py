@@ -239,9 +239,21 @@ def up(
             "radios to attach",
             radios,
         )
+        started = []
         for n in node_names:
             for spec in extra[n]:
-                state.processes.append(_spawn(lab, spec))
+                info = _spawn(lab, spec)
+                state.processes.append(info)
+                started.append((spec, info))
+        state.save()
+        waiting = [(s, i) for s, i in started if s.ready is not None]
+        if waiting:
+            _wait(
+                lambda: [s.name for s, _ in waiting if not s.ready()],
+                deadline,
+                "node software (daemons) to answer",
+                [i for _, i in waiting],
+            )
         state.up_seconds = round(time.monotonic() - t0, 3)
         state.save()
         return state

@@ -1,15 +1,28 @@
 """The per-node software a scenario asks for besides the radio: routing daemon, proxy.
 
 ``lab up`` starts what :func:`node_processes` returns inside each node's namespace once
-every radio is attached, and ``lab down`` stops it. The daemon and proxy engineers fill
-this in as their parts become runnable.
+every radio is attached, waits until each spec's ``ready()`` is true, and ``lab down``
+stops them.
+
+For ``stack: aodv|dsr`` every node nI runs ``manetkit daemon`` with a generated config
+(written to ``<lab dir>/nodes/nI/daemon.yaml``): mesh address 10.42.0.I (for I > 254,
+10.42.(I // 256).(I % 256)), radio_interface radio0, link sensing from the lab radio's
+station table, event socket ``<lab dir>/nodes/nI/events.sock`` (``daemon_socket``).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from manetkit.errors import UserError
+from manetkit.lab import paths
 
 
 @dataclass(frozen=True)
@@ -18,12 +31,75 @@ class ProcessSpec:
 
     ``argv`` must contain ``--lab <lab>``: that is how ``lab down`` finds the process after
     a crash, when no state file is left (``manetkit.lab.nodes.find_processes``).
+    ``ready``, if given, is polled by ``lab up`` until true (e.g. the daemon's socket).
     """
 
     name: str  # unique in the lab; its output goes to logs/<name>.log
     argv: list[str]
     netns: str | None = None  # namespace to run in (None: the root namespace)
     env: dict[str, str] = field(default_factory=dict)
+    ready: Callable[[], bool] | None = field(default=None, compare=False)
+
+
+def node_index(node: str) -> int:
+    if not node.startswith("n") or not node[1:].isdigit() or int(node[1:]) < 1:
+        raise ValueError(f"lab node names are n1, n2, ...; got {node!r}")
+    return int(node[1:])
+
+
+def node_address(node: str) -> IPv4Address:
+    """Mesh address of lab node ``nI``: 10.42.0.I, or 10.42.(I//256).(I%256) beyond 254."""
+    i = node_index(node)
+    if i <= 254:
+        return IPv4Address(f"10.42.0.{i}")
+    return IPv4Address(f"10.42.{i // 256}.{i % 256}")
+
+
+def daemon_socket(lab: str, node: str) -> Path:
+    return paths.node_dir(lab, node) / "events.sock"
+
+
+def daemon_config(lab: str, node: str, protocol: str, extra: dict[str, Any] | None = None) -> dict:
+    cfg: dict[str, Any] = {
+        "address": str(node_address(node)),
+        "protocol": protocol,
+        "radio_interface": "radio0",
+        "link_sensing": {"backend": "lab"},
+        "lab": {"name": lab, "node": node},
+        "event_socket": str(daemon_socket(lab, node)),
+        "log_level": "info",
+    }
+    cfg.update(extra or {})
+    return cfg
+
+
+def _daemon_ready(lab: str, node: str) -> Callable[[], bool]:
+    def ready() -> bool:
+        from manetkit.daemon.events import request
+
+        try:
+            return bool(request(daemon_socket(lab, node), {"cmd": "ping"}, timeout=1).get("ok"))
+        except (OSError, ValueError):
+            return False
+
+    return ready
+
+
+def daemon_spec(
+    lab: str, node: str, protocol: str, extra: dict[str, Any] | None = None
+) -> ProcessSpec:
+    cfg = daemon_config(lab, node, protocol, extra)
+    # Validate now, so a bad stack setting fails before anything is made.
+    from manetkit.daemon.config import parse_config
+
+    parse_config(cfg, f"generated daemon config for {node}")
+    path = paths.node_dir(lab, node) / "daemon.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    argv = [sys.executable, "-m", "manetkit.cli", "daemon", "--config", str(path), "--lab", lab]
+    return ProcessSpec(
+        f"daemon-{node}", argv, netns=paths.netns_name(lab, node), ready=_daemon_ready(lab, node)
+    )
 
 
 def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
@@ -31,8 +107,10 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     stack = getattr(scenario, "stack", "none")
     proxy = getattr(scenario, "proxy", "none")
     specs: list[ProcessSpec] = []
-    if stack != "none":
-        raise UserError(f"stack {stack!r} is not built yet (use stack: none)")
+    if stack in ("aodv", "dsr"):
+        specs.append(daemon_spec(lab, node, stack, getattr(scenario, "daemon", None)))
+    elif stack != "none":
+        raise UserError(f"stack {stack!r} is not built (use aodv, dsr or none)")
     if proxy != "none":
         raise UserError(f"proxy {proxy!r} is not built yet (use proxy: none)")
     return specs

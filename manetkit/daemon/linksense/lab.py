@@ -2,8 +2,9 @@
 
 The radio process of a lab node answers JSON lines on its control socket
 (``manetkit.lab.paths.radio_control_socket``):
-  ``{"cmd":"subscribe"}`` -> a stream of ``{"event":"tx-failed","mac":..,"frame":"<hex>"}``
-                            and ``{"event":"station-new","mac":..,"signal_dbm":..}``
+  ``{"cmd":"subscribe"}`` -> a stream of ``{"event":"tx-failed","mac":..,"frame":"<hex>"}``,
+                            ``{"event":"station-new","mac":..,"signal_dbm":..}`` and
+                            ``{"event":"station-gone","mac":..,"reason":..}``
   ``{"cmd":"stations"}``  -> ``{"ok":true,"stations":[{"mac","signal_dbm",
                             "signal_avg_dbm","inactive_ms","rx_packets",...}]}``
 Tx failures and new stations arrive as events at once; signal and activity are polled
@@ -25,6 +26,7 @@ from typing import Any
 from manetkit.daemon.linksense.base import (
     EventSink,
     LinkSenseBackend,
+    StationGone,
     StationInfo,
     StationSeen,
     StationTxFailed,
@@ -112,6 +114,11 @@ class LabBackend(LinkSenseBackend):
             if kind == "tx-failed":
                 frame = bytes.fromhex(msg["frame"]) if msg.get("frame") else None
                 self.sink(self._clock(), StationTxFailed(parse_mac(msg["mac"]), frame))
+            elif kind == "station-gone":
+                # The radio's own expiry (60 s silent, as mac80211 IBSS): firm evidence.
+                self.sink(
+                    self._clock(), StationGone(parse_mac(msg["mac"]), msg.get("reason", "gone"))
+                )
             elif kind == "station-new":
                 self.sink(self._clock(), StationSeen(parse_mac(msg["mac"]), msg.get("signal_dbm")))
         except (ValueError, KeyError, TypeError, AttributeError):
