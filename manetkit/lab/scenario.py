@@ -32,7 +32,7 @@ class Radio(_Strict):
     retry_limit: int = Field(7, ge=0, le=255)
     loss: float = Field(0.0, ge=0.0, le=1.0)
     short_preamble: bool = False
-    interference: bool = True
+    interference: bool = False
 
     @field_validator("rate_mbps", "basic_rate_mbps")
     @classmethod
