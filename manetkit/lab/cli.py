@@ -172,9 +172,14 @@ def _positions_by_node(reply: dict | None) -> dict[str, tuple[float, float]]:
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd)
+    # REMAINDER keeps everything after NODE, so an option given there is ours until "--".
+    while len(cmd) >= 2 and cmd[0] in ("--name", "-n"):
+        args.lab, cmd = cmd[1], cmd[2:]
+    if cmd[:1] == ["--"]:
+        cmd = cmd[1:]
     lab = _resolve_lab(args)
     ns = nodes.require_node(lab, args.node)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise UserError("lab exec: give a command after --, e.g. lab exec n1 -- ip addr")
     sys.stdout.flush()
