@@ -1,0 +1,134 @@
+"""tshark decodes the frames the DSR engine actually produced, with the fields it meant.
+
+A simulated discovery, data transfer, link break, Route Error and salvage on
+1-2-3-4 with a detour 2-5-6-4; every frame on the air is decoded by tshark's DSR
+dissector and compared with what the engine put in it.
+"""
+
+from __future__ import annotations
+
+from manetkit.daemon.wire import dsr, ipv4
+from tests.daemon.dsrutil import A, dsr_net, first, tcp_packet
+from tests.daemon.test_wire_dsr import hop_list
+from tests.helpers import tshark
+
+LABELS = {
+    dsr.RouteRequest: "Route request",
+    dsr.RouteReply: "Route reply",
+    dsr.RouteError: "Route error",
+    dsr.SourceRoute: "Source route",
+}
+
+
+def tshark_view(opt) -> dict:
+    """The tshark fields an option should decode to."""
+    raw = dsr.pack_option(opt)
+    return {"dsr.option.type": str(raw[0]), "dsr.option.len": str(raw[1]), **_fields(opt)}
+
+
+def _fields(opt) -> dict:
+    if isinstance(opt, dsr.RouteRequest):
+        return {
+            "dsr.option.rreq.id": f"0x{opt.ident:04x}",
+            "dsr.option.rreq.targetaddress": str(opt.target),
+            "hops": [str(a) for a in opt.addresses],
+        }
+    if isinstance(opt, dsr.RouteReply):
+        return {
+            "dsr.option.rrep.lasthopex": str(int(opt.last_hop_external)),
+            "dsr.option.rrep.reserved": "0x00",
+            "hops": [str(a) for a in opt.addresses],
+        }
+    if isinstance(opt, dsr.RouteError):
+        return {
+            "dsr.option.err.type": str(opt.error_type),
+            "dsr.option.err.reserved": "0x00",
+            "dsr.option.err.salvage": opt.salvage,
+            "dsr.option.err.src": str(opt.error_src),
+            "dsr.option.err.dest": str(opt.error_dst),
+            "dsr.option.err.unreachablenode": str(opt.unreachable),
+            "hops": [],
+        }
+    return {
+        "dsr.option.srcrt.firsthopext": str(int(opt.first_hop_external)),
+        "dsr.option.srcrt.lasthopext": str(int(opt.last_hop_external)),
+        "dsr.option.srcrt.reserved": "0x00",
+        "dsr.option.srcrt.segsleft": str(opt.segments_left),
+        "dsr.option.srcrt.salvage": opt.salvage,
+        "hops": [str(a) for a in opt.addresses],
+    }
+
+
+def seen(layer: dict) -> dict:
+    out = {}
+    for k, v in layer.items():
+        if k.endswith("salvage"):
+            out[k] = int(v, 0)
+        elif k.startswith("Hop list"):
+            out["hops"] = hop_list(layer)
+        elif k.startswith("dsr.option."):
+            out[k] = v
+    out.setdefault("hops", [])
+    return out
+
+
+def test_engine_frames_decode_as_meant():
+    links = [(1, 2), (2, 3), (3, 4), (2, 5), (5, 6), (6, 4)]
+    sim = dsr_net(6, links)
+    sim.send(A(1), tcp_packet(A(1), A(4), 40000, 80, 1000))
+    sim.run(duration=1.0)
+    sim.unlink(A(2), A(3))
+    sim.send(A(1), tcp_packet(A(1), A(4), 40000, 80, 2000))
+    sim.run(duration=1.0)
+    frames = sim.frames
+    decoded = tshark.decode([f.ether() for f in frames])
+    assert len(decoded) == len(frames)
+
+    kinds = set()
+    for f, layers in zip(frames, decoded, strict=True):
+        assert layers["ip"]["ip.checksum.status"] == "1", "engine produced a bad IP checksum"
+        assert layers["ip"]["ip.proto"] == "48"
+        _, hdr = dsr.parse(f.packet)
+        shown = [v for k, v in layers["dsr"]["Options"].items()]
+        ours = [p.option for p in hdr.options]
+        assert len(shown) == len(ours)
+        for opt, layer in zip(ours, shown, strict=True):
+            kinds.add(type(opt))
+            assert LABELS[type(opt)] in str(list(layers["dsr"]["Options"]))
+            assert seen(layer) == tshark_view(opt), (f, opt)
+        if hdr.next_header == ipv4.PROTO_TCP:
+            assert layers["tcp"]["tcp.srcport"] == "40000" and layers["tcp"]["tcp.dstport"] == "80"
+    assert kinds == set(LABELS)
+
+    # The story, as tshark tells it.
+    def dsr_of(i):
+        return decoded[i]["dsr"]["Options"]
+
+    def by(sender, kind):
+        return [i for i, f in enumerate(frames) if f.sender == A(sender) and first(f.packet, kind)]
+
+    rreqs = by(1, dsr.RouteRequest)
+    assert [decoded[i]["ip"]["ip.ttl"] for i in rreqs] == ["1", "255"]  # ring-0, then propagating
+    assert [seen(dsr_of(i)["Route request"])["dsr.option.rreq.targetaddress"] for i in rreqs] == [
+        "10.42.0.4"
+    ] * 2
+    replies = [seen(dsr_of(i)["Route reply"])["hops"] for i in by(4, dsr.RouteReply)]
+    assert ["10.42.0.2", "10.42.0.3", "10.42.0.4"] in replies
+    # Data hop by hop: Segments Left counts down 2, 1, 0 along 1-2-3-4.
+    data = [
+        (str(f.sender), seen(dsr_of(i)["Source route"])["dsr.option.srcrt.segsleft"])
+        for i, f in enumerate(frames)
+        if decoded[i].get("tcp", {}).get("tcp.seq_raw") == "1000"
+    ]
+    assert data == [("10.42.0.1", "2"), ("10.42.0.2", "1"), ("10.42.0.3", "0")]
+    # After the break: node 2's Route Error to node 1 and the salvaged packet.
+    (rerr,) = [seen(dsr_of(i)["Route error"]) for i in by(2, dsr.RouteError)]
+    assert rerr["dsr.option.err.unreachablenode"] == "10.42.0.3"
+    assert rerr["dsr.option.err.dest"] == "10.42.0.1"
+    salvaged = [
+        seen(dsr_of(i)["Source route"])
+        for i, f in enumerate(frames)
+        if decoded[i].get("tcp", {}).get("tcp.seq_raw") == "2000" and f.sender == A(2)
+    ]
+    assert salvaged[-1]["dsr.option.srcrt.salvage"] == 1
+    assert salvaged[-1]["hops"] == ["10.42.0.2", "10.42.0.5", "10.42.0.6"]
