@@ -198,7 +198,18 @@ class DaemonConfig(_Strict):
         return RADIO_MTU - wire_dsr.max_overhead(max_len)
 
     def engine_config(self) -> Any:
-        return engine_config(self.protocol, getattr(self, self.protocol, {}) or {})
+        values = dict(getattr(self, self.protocol, {}) or {})
+        # send_buffer: is the daemon-wide setting; it reaches engines whose config has
+        # the RFC 4728 names, unless the protocol section sets them itself.
+        cls = _engine_config_class(self.protocol)
+        known = _field_names(cls)
+        for name, value in (
+            ("send_buffer_packets", self.send_buffer.packets),
+            ("send_buffer_timeout", self.send_buffer.timeout_s),
+        ):
+            if name in known:
+                values.setdefault(name, value)
+        return engine_config(self.protocol, values)
 
     def effective(self) -> dict[str, Any]:
         """The effective config as plain YAML-able data (``--check`` prints it)."""
@@ -212,6 +223,16 @@ class DaemonConfig(_Strict):
                 elif dataclasses.is_dataclass(cfg):
                     data[proto] = _jsonable(dataclasses.asdict(cfg))
         return data
+
+
+def _field_names(cls: Any) -> set[str]:
+    if cls is None:
+        return set()
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return set(cls.model_fields)
+    if dataclasses.is_dataclass(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+    return set()
 
 
 def _jsonable(v: Any) -> Any:

@@ -68,10 +68,11 @@ def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
         raise UserError(f"protocol: this build has no {cfg.protocol} engine yet") from exc
     engine_cls = getattr(mod, f"{cfg.protocol.capitalize()}Engine")
     engine = engine_cls(cfg.address, cfg.engine_config(), neighbours)
-    # The send buffer limits are daemon-wide settings (send_buffer:); apply them to the
-    # engine's buffer when it keeps one (both AODV and DSR do).
+    # send_buffer: reaches the engine through its config (DaemonConfig.engine_config);
+    # an engine whose config has no such fields still gets the daemon-wide limits.
     buf = getattr(engine, "send_buffer", None)
-    if buf is not None and hasattr(buf, "max_packets"):
+    cfg_fields = set(getattr(type(cfg.engine_config()), "model_fields", {}))
+    if buf is not None and "send_buffer_packets" not in cfg_fields and hasattr(buf, "max_packets"):
         buf.max_packets = cfg.send_buffer.packets
         buf.timeout = cfg.send_buffer.timeout_s
     return engine
