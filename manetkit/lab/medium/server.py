@@ -38,6 +38,15 @@ log = logging.getLogger("manetkit.medium")
 
 SOCKET_BUFFER = 4 * 1024 * 1024
 GROUND_TRUTH_PERIOD_S = 0.1
+# uvloop rounds timers to whole milliseconds (a 0.3 ms timer fires at once, so the loop
+# would spin until the event is due). The schedule is virtual, so waking at most once a
+# millisecond only delays hand-outs, never airtime; events already due run at once.
+MIN_TIMER_S = 0.001
+# An AF_UNIX datagram socket queues at most net.unix.max_dgram_qlen datagrams (read when
+# the socket is created); the kernel default is 10, which starves the medium when ten
+# radios send at once. systemd sets 512; the medium raises it to that, never lowers it.
+MIN_DGRAM_QLEN = 512
+_QLEN_SYSCTL = Path("/proc/sys/net/unix/max_dgram_qlen")
 MAX_DATAGRAM = 65_600
 _DROPPABLE = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
 _GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
@@ -77,6 +86,20 @@ def node_index(name: Any, n: int) -> int:
     if not num.isdigit() or not 1 <= int(num) <= n:
         raise ValueError(f"unknown node {name!r} (nodes are n1..n{n})")
     return int(num)
+
+
+def ensure_dgram_qlen(minimum: int = MIN_DGRAM_QLEN) -> int:
+    """Raise net.unix.max_dgram_qlen (of this network namespace) to ``minimum``."""
+    try:
+        current = int(_QLEN_SYSCTL.read_text())
+        if current < minimum:
+            _QLEN_SYSCTL.write_text(str(minimum))
+            log.info("raised net.unix.max_dgram_qlen from %d to %d", current, minimum)
+            return minimum
+        return current
+    except (OSError, ValueError) as exc:
+        log.warning("cannot raise net.unix.max_dgram_qlen (%s): radios may see EAGAIN", exc)
+        return -1
 
 
 class MediumServer:
@@ -122,8 +145,9 @@ class MediumServer:
     # --- time -----------------------------------------------------------------------
 
     def now(self) -> float:
-        assert self.loop is not None
-        return self.loop.time() - self.t0
+        # time.monotonic(), not loop.time(): uvloop's clock has 1 ms resolution and is
+        # cached per loop iteration, coarser than a 54 Mbps frame (~0.25 ms).
+        return time.monotonic() - self.t0
 
     # --- sockets --------------------------------------------------------------------
 
@@ -131,6 +155,7 @@ class MediumServer:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        ensure_dgram_qlen()
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         s.bind(str(self.socket_path))
         return s
@@ -251,7 +276,9 @@ class MediumServer:
             if self._timer is not None:
                 self._timer.cancel()
             self._timer_at = when
-            self._timer = self.loop.call_at(self.t0 + when, self._on_timer)
+            delay = self.t0 + when - time.monotonic()
+            delay = 0.0 if delay <= 0 else max(delay, MIN_TIMER_S)
+            self._timer = self.loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer, self._timer_at = None, math.inf
@@ -361,7 +388,7 @@ class MediumServer:
 
     async def serve(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         self.loop = asyncio.get_running_loop()
-        self.t0 = self.loop.time()
+        self.t0 = time.monotonic()
         wall0 = time.time()
         control_server = None
         tasks: list[asyncio.Task] = []
