@@ -15,6 +15,7 @@ runs from n1 to n(i+1) for i = 1..N. The lab is always brought down.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -83,8 +84,26 @@ def configure_chain(lab: str, hosts: int) -> None:
         netns.run(ns, ["ip", "-batch", "-"], input="\n".join(batch) + "\n")
 
 
-def iperf_tcp(lab: str, src: int, dst: int, duration: float) -> float:
-    """Bulk TCP from n<src> to n<dst> for ``duration`` s; the receiver's bits per second."""
+def iperf_tcp(lab: str, src: int, dst: int, duration: float, attempts: int = 3) -> float:
+    """Bulk TCP from n<src> to n<dst> for ``duration`` s; the receiver's bits per second.
+
+    A run whose report is incomplete (iperf3's control connection can stall on a loaded
+    two-core machine) is repeated, up to ``attempts`` times, with a fresh server.
+    """
+    last = ""
+    for _attempt in range(attempts):
+        try:
+            return _iperf_once(lab, src, dst, duration)
+        except _IperfFailed as exc:
+            last = str(exc)
+    raise UserError(f"iperf3 n{src} -> n{dst} failed {attempts} times: {last}")
+
+
+class _IperfFailed(Exception):
+    pass
+
+
+def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
     server = netns.popen(
         paths.netns_name(lab, f"n{dst}"),
         ["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "--bind", addr(dst)],
@@ -95,19 +114,21 @@ def iperf_tcp(lab: str, src: int, dst: int, duration: float) -> float:
         omit = 1 if duration >= 4 else 0  # leave slow start out of longer runs
         argv = ["iperf3", "-c", addr(dst), "-p", str(IPERF_PORT), "-t", f"{duration:g}"]
         argv += ["-O", str(omit), "-J", "--connect-timeout", "3000"]
-        last = ""
-        for _attempt in range(20):  # the server needs a moment to listen
+        for _ in range(20):  # the server needs a moment to listen
             proc = netns.run(
                 paths.netns_name(lab, f"n{src}"), argv, check=False, timeout=duration + 60
             )
-            if proc.returncode == 0:
-                result = json.loads(proc.stdout)
-                return float(result["end"]["sum_received"]["bits_per_second"])
-            last = proc.stdout[-400:] + proc.stderr[-400:]
-            if "refused" not in last:
+            if "refused" not in proc.stdout + proc.stderr:
                 break
             time.sleep(0.1)
-        raise UserError(f"iperf3 n{src} -> n{dst} failed: {last.strip()}")
+        try:
+            result = json.loads(proc.stdout)
+            return float(result["end"]["sum_received"]["bits_per_second"])
+        except (ValueError, KeyError, TypeError):
+            error = proc.stderr.strip()[-300:]
+            with contextlib.suppress(ValueError, AttributeError):
+                error = json.loads(proc.stdout).get("error") or error
+            raise _IperfFailed(f"exit {proc.returncode}: {error or 'incomplete report'}") from None
     finally:
         if server.poll() is None:
             server.terminate()

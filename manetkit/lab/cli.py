@@ -135,14 +135,26 @@ def _print_status(info: dict) -> None:
     console.print(t)
     medium = info.get("medium")
     if medium:
-        stats = medium.get("stats", medium)
         t = Table("medium", "value")
-        for k, v in stats.items():
-            if k != "ok" and not isinstance(v, dict | list):
-                t.add_row(str(k), str(v))
+        for k, v in _flatten(medium):
+            t.add_row(k, v)
         console.print(t)
     else:
         console.print("medium: [red]not answering[/]")
+
+
+def _flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested counters as ``section.name`` rows (lists shown inline, shortened)."""
+    rows: list[tuple[str, str]] = []
+    for k, v in d.items():
+        if k == "ok":
+            continue
+        if isinstance(v, dict):
+            rows += _flatten(v, f"{prefix}{k}.")
+        else:
+            text = ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+            rows.append((f"{prefix}{k}", text if len(text) <= 60 else text[:57] + "..."))
+    return rows
 
 
 def _alive(v: object) -> str:
