@@ -1,0 +1,60 @@
+"""``manetkit field ...``: the mac80211_hwsim rig (``vm-test``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+
+def vm_test(args: argparse.Namespace) -> int:
+    from manetkit.field.vmrig import DEFAULT_CACHE, run_rig
+
+    result = run_rig(
+        protocol=args.protocol,
+        cache=Path(args.cache) if args.cache else DEFAULT_CACHE,
+        keep=Path(args.keep) if args.keep else None,
+        timeout=args.timeout,
+        record=Path(args.record) if args.record else None,
+    )
+    if args.json:
+        print(json.dumps({"ok": result.ok, "seconds": round(result.seconds, 1), **result.report}))
+        return 0 if result.ok else 1
+    table = Table(title=f"mac80211_hwsim rig, protocol {args.protocol}")
+    for col in ("step", "result", "s", "detail"):
+        table.add_column(col)
+    for step in result.report.get("steps", []):
+        detail = step["detail"] if isinstance(step["detail"], str) else json.dumps(step["detail"])
+        table.add_row(
+            step["name"], "ok" if step["ok"] else "FAILED", f"{step['seconds']:.1f}", detail[:160]
+        )
+    console = Console()
+    console.print(table)
+    if not result.report:
+        console.print("the guest wrote no result; its console said:")
+        console.print(result.console[-3000:], markup=False)
+    console.print(f"total {result.seconds:.1f} s: {'PASSED' if result.ok else 'FAILED'}")
+    return 0 if result.ok else 1
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="field", metavar="ACTION")
+    p = sub.add_parser(
+        "vm-test",
+        help="boot a Debian kernel in qemu, build a 3-radio mac80211_hwsim IBSS chain, test it",
+    )
+    p.add_argument(
+        "--protocol", default="static", choices=["static", "aodv", "dsr"],
+        help="routing over the chain: kernel static routes, or the manetkit daemon",
+    )  # fmt: skip
+    p.add_argument("--cache", help="kernel/initramfs cache (default /var/cache/manetkit/vm)")
+    p.add_argument("--keep", metavar="DIR", help="copy the guest's console log and results here")
+    p.add_argument(
+        "--record", metavar="DIR", help="save station dump samples under DIR (tests/data)"
+    )
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds before qemu is killed")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=vm_test)

@@ -1,0 +1,264 @@
+"""The mac80211_hwsim IBSS rig: a stock Debian kernel under qemu, driven from the host.
+
+This machine's kernel has no mac80211_hwsim; a Debian kernel booted under qemu has. The
+rig (facts established in issue 5):
+
+- fetches the kernel package ``linux-image-amd64`` depends on with ``apt-get download``
+  into a cache directory and unpacks it with ``dpkg -x`` (``depmod -b``: the package
+  ships no modules.dep);
+- builds a small initramfs: busybox-static, the virtio/9p modules to reach the host,
+  mac80211_hwsim with its dependencies, and ``/init`` (``guest-init.sh``);
+- boots ``qemu-system-x86_64 -accel tcg -M pc`` (``/dev/kvm`` here cannot run a stock
+  kernel; ``-M microvm`` hung once in four runs) with the host's root shared read-only
+  over virtio-9p and a writable result directory;
+- the guest chroots into the host's root so it runs the host's Python and this very
+  checkout of manetkit (``manetkit.field.guest``), writes ``result.json`` into the
+  result directory and powers off. The host reads the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from manetkit.errors import UserError
+
+DEFAULT_CACHE = Path(os.environ.get("MANETKIT_VM_CACHE", "/var/cache/manetkit/vm"))
+# Modules the initramfs loads before it can see the host (virtio PCI + 9p) and the ones
+# the test needs (hwsim; tun for the daemon's mesh0); dependencies are resolved by modprobe.
+MODULES = ["virtio_pci", "9pnet_virtio", "9p", "mac80211_hwsim", "tun"]
+BUSYBOX_APPLETS = ["sh", "mount", "mkdir", "modprobe", "chroot", "poweroff", "cat", "echo"]
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GUEST_INIT = Path(__file__).with_name("guest-init.sh")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    version: str  # "6.1.0-56-amd64"
+    vmlinuz: Path
+    tree: Path  # unpacked package (lib/modules/VERSION/...)
+
+
+def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
+    done = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        raise UserError(f"{' '.join(argv)} failed (exit {done.returncode}): {done.stderr.strip()}")
+    return done
+
+
+def kernel_package() -> str:
+    """The versioned package ``linux-image-amd64`` depends on (``linux-image-6.1.0-56-amd64``)."""
+    out = _run(["apt-cache", "depends", "linux-image-amd64"]).stdout
+    for line in out.splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key == "Depends" and value.startswith("linux-image-"):
+            return value.strip()
+    raise UserError("apt-cache knows no linux-image-amd64 dependency: run 'apt-get update' first")
+
+
+def fetch_kernel(cache: Path) -> Kernel:
+    """Download and unpack the kernel package once; later runs reuse the cache."""
+    cache.mkdir(parents=True, exist_ok=True)
+    package = kernel_package()
+    version = package.removeprefix("linux-image-")
+    tree = cache / f"tree-{version}"
+    vmlinuz = tree / "boot" / f"vmlinuz-{version}"
+    if vmlinuz.exists() and (tree / "lib/modules" / version / "modules.dep").exists():
+        return Kernel(version, vmlinuz, tree)
+    debs = sorted(cache.glob(f"{package}_*.deb"))
+    if not debs:
+        # apt drops privileges to _apt, which may not write the cache: download as root
+        # into a private temporary directory, then move the package in.
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            os.chmod(tmp, 0o777)
+            _run(["apt-get", "download", "-q", package], cwd=tmp)
+            for deb in Path(tmp).glob("*.deb"):
+                shutil.move(str(deb), cache / deb.name)
+        debs = sorted(cache.glob(f"{package}_*.deb"))
+    if not debs:
+        raise UserError(f"apt-get download {package} left no .deb in {cache}")
+    partial = cache / f"tree-{version}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    _run(["dpkg", "-x", str(debs[-1]), str(partial)])
+    _run(["depmod", "-b", str(partial), version])
+    shutil.rmtree(tree, ignore_errors=True)
+    partial.rename(tree)
+    return Kernel(version, vmlinuz, tree)
+
+
+def module_files(kernel: Kernel, names: list[str]) -> list[Path]:
+    """Every .ko file ``names`` need, dependencies first (``modprobe --show-depends``)."""
+    files: list[Path] = []
+    for name in names:
+        out = _run(
+            ["modprobe", "-d", str(kernel.tree), "-S", kernel.version, "--show-depends", name]
+        ).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if parts[:1] == ["insmod"] and Path(parts[1]) not in files:
+                files.append(Path(parts[1]))
+    return files
+
+
+def build_initramfs(kernel: Kernel, cache: Path) -> Path:
+    """busybox + modules + /init as a gzip'd newc cpio (``busybox cpio``: Debian's
+    busybox-static has no separate cpio binary)."""
+    busybox = shutil.which("busybox")
+    if not busybox:
+        raise UserError("busybox not found: apt-get install busybox-static")
+    out = cache / f"initramfs-{kernel.version}.cpio.gz"
+    stamp = [GUEST_INIT.read_bytes(), " ".join(MODULES).encode()]
+    stamp_file = out.with_suffix(".stamp")
+    if out.exists() and stamp_file.exists() and stamp_file.read_bytes() == b"\0".join(stamp):
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for d in ("bin", "dev", "proc", "sys", "host", "results"):
+            (root / d).mkdir()
+        shutil.copy2(busybox, root / "bin/busybox")
+        for applet in BUSYBOX_APPLETS:
+            (root / "bin" / applet).symlink_to("busybox")
+        moddir = root / "lib/modules" / kernel.version
+        for ko in module_files(kernel, MODULES):
+            dest = moddir / ko.relative_to(kernel.tree / "lib/modules" / kernel.version)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ko, dest)
+        for extra in ("modules.builtin", "modules.order", "modules.builtin.modinfo"):
+            src = kernel.tree / "lib/modules" / kernel.version / extra
+            if src.exists():
+                shutil.copy2(src, moddir / extra)
+        _run(["depmod", "-b", str(root), kernel.version])
+        shutil.copy2(GUEST_INIT, root / "init")
+        (root / "init").chmod(0o755)
+        names = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+        listing = ("\n".join(names) + "\n").encode()
+        raw = subprocess.run(
+            [busybox, "cpio", "-o", "-H", "newc"], cwd=root, input=listing, capture_output=True
+        )
+        if raw.returncode != 0:
+            raise UserError(f"busybox cpio failed: {raw.stderr.decode().strip()}")
+        tmp_out = out.with_suffix(".tmp")
+        subprocess.run(["gzip", "-1"], input=raw.stdout, stdout=tmp_out.open("wb"), check=True)
+        tmp_out.rename(out)
+    stamp_file.write_bytes(b"\0".join(stamp))
+    return out
+
+
+def guest_launcher(plan: dict) -> str:
+    """The script the guest runs inside its chroot of the host's root."""
+    return "\n".join(
+        [
+            "cd /tmp",
+            "export HOME=/tmp PYTHONDONTWRITEBYTECODE=1",
+            f"export PATH={shlex.quote(plan['env']['PATH'])}",
+            f"export PYTHONPATH={shlex.quote(':'.join(plan['pythonpath']))}",
+            f"exec {shlex.join(plan['python'])} -m manetkit.field.guest /tmp/results/plan.json",
+            "",
+        ]
+    )
+
+
+def qemu_command(kernel: Kernel, initramfs: Path, results: Path, cmdline: str) -> list[str]:
+    return [
+        "qemu-system-x86_64",
+        "-accel", "tcg",
+        "-M", "pc",
+        "-cpu", "max",
+        "-smp", "2",
+        "-m", "2048",
+        "-nodefaults",
+        "-display", "none",
+        "-no-reboot",
+        "-serial", "stdio",
+        "-kernel", str(kernel.vmlinuz),
+        "-initrd", str(initramfs),
+        "-append", f"console=ttyS0 panic=-1 quiet loglevel=3 {cmdline}",
+        "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "-virtfs", f"local,path={results},mount_tag=results,security_model=none",
+    ]  # fmt: skip
+
+
+@dataclass
+class RigResult:
+    ok: bool
+    seconds: float
+    report: dict
+    console: str
+
+
+def run_rig(
+    protocol: str = "static",
+    cache: Path = DEFAULT_CACHE,
+    keep: Path | None = None,
+    timeout: float = 300.0,
+    record: Path | None = None,
+) -> RigResult:
+    """Boot the guest, run ``manetkit.field.guest`` there, return its report."""
+    if not shutil.which("qemu-system-x86_64"):
+        raise UserError("qemu-system-x86_64 not found: apt-get install qemu-system-x86")
+    start = time.monotonic()
+    kernel = fetch_kernel(cache)
+    initramfs = build_initramfs(kernel, cache)
+    results = Path(tempfile.mkdtemp(prefix="manetkit-vm-"))
+    try:
+        plan = {
+            "protocol": protocol,
+            "repo": str(REPO_ROOT),
+            # -S: no site processing (.pth files, editable finders): Python starts in a
+            # tenth of the time, which matters under TCG; PYTHONPATH names what it needs.
+            "python": [sys.executable, "-S"],
+            "pythonpath": [
+                str(REPO_ROOT),
+                *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")}),
+            ],
+            "record": bool(record),
+            # the host's Python first, then the system tools (ip, iw, ping, curl)
+            "env": {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}"},
+        }
+        (results / "plan.json").write_text(json.dumps(plan))
+        (results / "run.sh").write_text(guest_launcher(plan))
+        argv = qemu_command(kernel, initramfs, results, "")
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            )
+            console = done.stdout + done.stderr
+        except subprocess.TimeoutExpired as exc:
+            console = (
+                (exc.stdout or b"").decode(errors="replace")
+                if isinstance(exc.stdout, bytes)
+                else (exc.stdout or "")
+            )
+            console += f"\n[host] qemu killed after {timeout:.0f} s\n"
+        (results / "console.log").write_text(console)
+        report_file = results / "result.json"
+        report = json.loads(report_file.read_text()) if report_file.exists() else {}
+        if record and report:
+            save_samples(results, record)
+        ok = bool(report) and all(step.get("ok") for step in report.get("steps", []))
+        return RigResult(ok, time.monotonic() - start, report, console)
+    finally:
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for f in results.iterdir():
+                shutil.copy2(f, keep / f.name)
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def save_samples(results: Path, dest: Path) -> None:
+    """Copy the station dumps the guest recorded into the test data folder."""
+    for name, sub in (("hwsim_ibss.txt", "iw"), ("hwsim_station_dump.json", "nl80211")):
+        src = results / name
+        if src.exists():
+            (dest / sub).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / sub / name)
