@@ -179,7 +179,8 @@ def plot(result: dict, path: Path) -> None:
     t1 = mbps[0]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(hops, mbps, "o-", label="measured (lab, kernel forwarding)")
-    ax.plot(hops, [t1 * min(1 / i, 1 / 3) for i in hops], "--", label="T1 x min(1/i, 1/3)")
+    # Holland & Vaidya's bound: C/i up to 3 hops, C/3 beyond (with T_1 standing for C).
+    ax.plot(hops, [t1 / min(i, 3) for i in hops], "--", label="paper's bound T1 / min(i, 3)")
     ax.set_xlabel("hops")
     ax.set_ylabel("TCP throughput (Mbit/s)")
     ax.set_title(f"Static chain, 802.11 at {result['rate_bps'] / 1e6:g} Mbit/s")
