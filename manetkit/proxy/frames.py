@@ -194,6 +194,10 @@ class FrameReader:
     def feed(self, data: bytes | memoryview) -> None:
         self._buf += data
 
+    def pending(self) -> bytes:
+        """Bytes fed and not yet consumed (handed on when a shell passes the stream on)."""
+        return bytes(self._buf)
+
     def clear(self) -> None:
         self._buf.clear()
 

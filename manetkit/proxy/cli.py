@@ -1,0 +1,43 @@
+"""``manetkit proxy --config FILE``: run the split-TCP proxy until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+
+from manetkit.proxy.config import load_config, parse_config
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="YAML configuration (fields: docs/proxy.md)")
+    parser.add_argument("--check", action="store_true", help="validate the configuration and exit")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config) if args.config else parse_config({}, "defaults")
+    if args.check:
+        print(cfg.model_dump_json(indent=2))
+        return 0
+    # uvloop for our loop only: installing its policy would also hand pyroute2's
+    # private loops (in worker threads) to uvloop, which cannot open netlink sockets
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(_serve(cfg))
+    return 0
+
+
+async def _serve(cfg) -> None:  # type: ignore[no-untyped-def]
+    from manetkit.proxy.shell import run
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await run(cfg, stop)

@@ -1,0 +1,137 @@
+"""The proxy's YAML configuration, validated by pydantic (every field: docs/proxy.md).
+
+Unknown keys are refused so a typo never silently falls back to a default; every refusal
+names the field and the reason (:class:`UserError`).
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from manetkit.errors import UserError
+
+Mode = Literal["plain", "fixed-rto", "elfn", "bus"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PrefixMode(_Strict):
+    prefix: IPv4Network = Field(description="destination prefix, e.g. 10.42.0.9/32")
+    mode: Mode = Field(description="plain, fixed-rto, elfn or bus")
+
+
+class ProxyConfig(_Strict):
+    mesh_prefix: IPv4Network = Field(
+        IPv4Network("10.42.0.0/16"), description="TCP to this prefix is intercepted"
+    )
+    mode: Mode = Field("elfn", description="mode for destinations no 'modes' entry matches")
+    modes: tuple[PrefixMode, ...] = Field((), description="per-prefix modes; longest prefix wins")
+    listen_port: int = Field(4241, ge=1, le=65535, description="intercept listener (nft target)")
+    peer_port: int = Field(4242, ge=1, le=65535, description="mesh-leg port of peer proxies")
+    listen_address: IPv4Address = Field(
+        IPv4Address("0.0.0.0"), description="address of the mesh-leg listener"
+    )
+    transparent_source: bool = Field(
+        True, description="server sees the client's mesh address (IP_TRANSPARENT)"
+    )
+    client_interfaces: tuple[str, ...] = Field(
+        (), description="also intercept TCP forwarded in from these interfaces (prerouting)"
+    )
+    partition_timeout: float = Field(
+        30.0, gt=0, le=3600, description="reset the app after this long without the peer"
+    )
+    probe_interval: float = Field(2.0, ge=0.1, le=60, description="ELFN probe period, seconds")
+    probe: Literal["fixed", "rtt"] = Field(
+        "fixed", description="fixed: probe_interval; rtt: 4 x smoothed RTT, at least 0.2 s"
+    )
+    bus_wait: float = Field(
+        10.0, gt=0, le=600, description="bus: wait this long for ERSN, then probe like elfn"
+    )
+    rto_max_ms: int = Field(
+        1000, ge=1000, le=120_000, description="fixed-rto: TCP_RTO_MAX_MS on the mesh leg"
+    )
+    congestion_control: str | None = Field(
+        None, description="TCP_CONGESTION for the mesh leg (None: the kernel default)"
+    )
+    thin_linear_timeouts: bool = Field(
+        False, description="fixed-rto: also TCP_THIN_LINEAR_TIMEOUTS (reno/cubic only)"
+    )
+    replay_buffer: int = Field(
+        4 * 1024 * 1024, ge=65536, le=1 << 30, description="unacked bytes per session"
+    )
+    keepalive: float = Field(1.0, gt=0, le=60, description="session keepalive period")
+    max_sessions: int | None = Field(
+        None, ge=1, description="default: derived from RLIMIT_NOFILE (3 descriptors each)"
+    )
+    daemon_socket: Path | None = Field(
+        Path("/run/manetkit/events.sock"), description="routing daemon's event socket"
+    )
+    status_socket: Path = Field(
+        Path("/run/manetkit/proxy.sock"), description="the proxy's status socket"
+    )
+    nft_table: str = Field("manetkit_proxy", pattern=r"^[A-Za-z0-9_]*manetkit[A-Za-z0-9_]*$")
+    own_mark: int = Field(0x4D4B, ge=1, le=0xFFFFFFFF, description="SO_MARK of proxy sockets")
+    transparent_mark: int = Field(
+        0x4D4C, ge=1, le=0xFFFFFFFF, description="SO_MARK of transparent server sockets"
+    )
+    route_table: int = Field(4242, ge=1, le=0xFFFFFFF0, description="policy table for replies")
+    rule_priority: int = Field(4242, ge=1, le=32765, description="priority of the fwmark rule")
+
+    @model_validator(mode="after")
+    def _check(self) -> ProxyConfig:
+        if self.own_mark == self.transparent_mark:
+            raise ValueError("own_mark and transparent_mark must differ")
+        if self.listen_port == self.peer_port:
+            raise ValueError("listen_port and peer_port must differ")
+        if self.keepalive * 2 > self.partition_timeout:
+            raise ValueError("keepalive must be at most half of partition_timeout")
+        if self.thin_linear_timeouts and self.congestion_control not in ("reno", "cubic"):
+            raise ValueError(
+                "thin_linear_timeouts needs congestion_control reno or cubic "
+                "(linear timeouts never fire under BBR, the kernel default here)"
+            )
+        for pm in self.modes:
+            if not pm.prefix.subnet_of(self.mesh_prefix) and pm.mode != "plain":
+                raise ValueError(f"modes: {pm.prefix} is outside mesh_prefix {self.mesh_prefix}")
+        return self
+
+    def mode_for(self, addr: IPv4Address) -> str:
+        best: tuple[int, str] = (-1, self.mode)
+        for pm in self.modes:
+            if addr in pm.prefix and pm.prefix.prefixlen > best[0]:
+                best = (pm.prefix.prefixlen, pm.mode)
+        return best[1]
+
+
+def parse_config(data: Any, source: str = "config") -> ProxyConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
+    try:
+        return ProxyConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [
+            f"  {'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
+        ]
+        raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines)) from None
+
+
+def load_config(path: str | Path) -> ProxyConfig:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read config {p}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{p}: not valid YAML: {exc}") from None
+    return parse_config(data, str(p))
