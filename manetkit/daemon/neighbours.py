@@ -23,6 +23,9 @@ class NeighbourTable:
     def __init__(self) -> None:
         self._by_addr: dict[IPv4Address, Neighbour] = {}
         self._by_mac: dict[bytes, Neighbour] = {}
+        # Bumped whenever an address <-> MAC mapping changes, so the shell's hot-path
+        # cache (keyed by int address, far cheaper to hash than IPv4Address) can tell.
+        self.version = 0
 
     def learn(
         self, now: float, address: IPv4Address, mac: bytes, signal_dbm: float | None = None
@@ -35,6 +38,7 @@ class NeighbourTable:
             n = Neighbour(address, mac, now, signal_dbm)
             self._by_addr[address] = n
             self._by_mac[mac] = n
+            self.version += 1
         else:
             n.last_heard = now
             if signal_dbm is not None:
@@ -56,6 +60,7 @@ class NeighbourTable:
         n = self._by_addr.pop(address, None)
         if n is not None:
             self._by_mac.pop(n.mac, None)
+            self.version += 1
 
     def __iter__(self):
         return iter(list(self._by_addr.values()))

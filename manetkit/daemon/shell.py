@@ -103,6 +103,8 @@ class Daemon:
         self.drops: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
         self._announced: set[bytes] = set()
+        self._macs: dict[int, bytes] = {}
+        self._macs_version = -1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._now = 0.0
         self._engine_timer: asyncio.TimerHandle | None = None
@@ -271,7 +273,11 @@ class Daemon:
         engine = self.engine
         dp = self.dp
         assert dp is not None
-        mac_of = self.neighbours.mac_of
+        nb = self.neighbours
+        macs = self._macs
+        if nb.version != self._macs_version:
+            macs.clear()
+            self._macs_version = nb.version
         next_action = engine.next_action
         while (a := next_action()) is not None:
             t = type(a)
@@ -279,12 +285,16 @@ class Daemon:
                 hop = a.next_hop
                 if hop is None:
                     dp.send(BROADCAST_MAC, a.packet)
-                else:
-                    mac = mac_of(hop)
+                    continue
+                # IPv4Address hashes in Python (~1 us); its int hashes in C.
+                mac = macs.get(hop._ip)
+                if mac is None:
+                    mac = nb.mac_of(hop)
                     if mac is None:
                         self.drops["no-neighbour-mac"] += 1
-                    else:
-                        dp.send(mac, a.packet)
+                        continue
+                    macs[hop._ip] = mac
+                dp.send(mac, a.packet)
             elif t is Deliver:
                 dp.write_tun(a.packet)
             elif t is Notify:

@@ -46,6 +46,7 @@ def test_stale_mesh0_is_removed_on_start(pair):
     pair.start(1)
     pair.start(2)
     wait_for(lambda: pair.neighbours_up(1, {"10.42.0.2"}), 10, "n1 hears n2")
+    wait_for(lambda: pair.neighbours_up(2, {"10.42.0.1"}), 10, "n2 hears n1")
     addrs = pair.run(1, "ip", "-4", "addr", "show", "mesh0").stdout
     assert "10.42.0.1/32" in addrs and "10.42.9.9" not in addrs
     assert pair.run(1, "ping", "-c", "1", "-W", "2", "10.42.0.2").returncode == 0

@@ -1,0 +1,286 @@
+"""``manetkit bench dataplane``: the daemon's userspace forwarding vs the kernel's, on veth.
+
+Three namespaces A, B, C on one bridge (``VethMesh``), offloads off on every veth
+(DESIGN.md "Performance notes"), no medium. B forwards A -> C.
+
+  packets/s per hop  a raw-socket blaster in A sends small UDP packets (60-byte frames)
+                     to C through B as fast as it can; the rate is what reaches C's
+                     interface (kernel counters), so only B's forwarding is measured.
+                     daemon: manetkit frames (ethertype 0x88B5) to B's daemon (static
+                     engine); kernel: the same packets as plain IPv4 to B with
+                     ip_forward=1.
+  TCP through B      iperf3 A -> C. daemon: daemons in A, B and C (mesh0 on A and C,
+                     static routes); kernel: addresses on the veths, B forwards.
+
+Goals (issue 3): >= 40,000 packets/s per hop and >= 300 Mbit/s TCP through one
+forwarding node. The kernel numbers are the reference measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from manetkit.bench.vethlab import VethMesh, sh, wait_for
+
+GOAL_PPS = 40_000
+GOAL_TCP_MBPS = 300.0
+
+BLASTER = r"""
+import socket, struct, sys, time
+iface, dst_mac, ethertype, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), float(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((iface, 0))
+src_mac = s.getsockname()[4][:6]
+payload = bytes(18)
+udp = struct.pack("!HHHH", 40000, 9, 8 + len(payload), 0) + payload
+hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                  bytes([10, 42, 0, 1]), bytes([10, 42, 0, 3]))
+c = sum(struct.unpack("!10H", hdr))
+c = (c & 0xFFFF) + (c >> 16); c = (c & 0xFFFF) + (c >> 16)
+hdr = hdr[:10] + struct.pack("!H", ~c & 0xFFFF) + hdr[12:]
+frame = bytes.fromhex(dst_mac.replace(":", "")) + src_mac + struct.pack("!H", ethertype) + hdr + udp
+# sendmmsg(2) through ctypes: one syscall per 256 frames, so the blaster outruns the
+# forwarder under test instead of measuring Python's per-call overhead.
+import ctypes
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(iovec)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(frame, len(frame))
+iov = iovec(ctypes.cast(buf, ctypes.c_void_p), len(frame))
+VLEN = 256
+msgs = (mmsghdr * VLEN)()
+for m in msgs:
+    m.hdr.iov = ctypes.pointer(iov)
+    m.hdr.iovlen = 1
+fd = s.fileno()
+n = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    r = libc.sendmmsg(fd, msgs, VLEN, 0)
+    if r > 0:
+        n += r
+print(n)
+"""
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=4.0, help="length of each measurement")
+    parser.set_defaults(func=run)
+
+
+def _rx_packets(mesh: VethMesh, i: int) -> int:
+    out = sh("ip", "-n", mesh.ns(i), "-j", "-s", "link", "show", "rad0").stdout
+    return int(json.loads(out)[0]["stats64"]["rx"]["packets"])
+
+
+def _blast(mesh: VethMesh, ethertype: int, seconds: float) -> dict[str, float]:
+    """Blast A -> (B's MAC) for warm-up + ``seconds``; packets/s arriving at C."""
+    warm = 1.0
+    p = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            mesh.ns(1),
+            sys.executable,
+            "-c",
+            BLASTER,
+            "rad0",
+            mesh.mac(2),
+            hex(ethertype),
+            str(warm + seconds + 0.5),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(warm)  # measuring a steady state, not waiting for a protocol
+        c0, t0 = _rx_packets(mesh, 3), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = _rx_packets(mesh, 3), time.monotonic()
+        sent = int((p.communicate(timeout=30)[0] or "0").strip() or 0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return {"pps": (c1 - c0) / (t1 - t0), "offered_pps": sent / (warm + seconds + 0.5)}
+
+
+def _kernel_forwarding(mesh: VethMesh) -> None:
+    """Addresses on the veths; B forwards with the kernel (the reference)."""
+    for i in (1, 2, 3):
+        ns = mesh.ns(i)
+        sh("ip", "-n", ns, "addr", "add", f"10.42.0.{i}/32", "dev", "rad0")
+        for j in (1, 2, 3):
+            if j != i:
+                sh(
+                    "ip",
+                    "-n",
+                    ns,
+                    "neigh",
+                    "replace",
+                    f"10.42.0.{j}",
+                    "lladdr",
+                    mesh.mac(j),
+                    "dev",
+                    "rad0",
+                    "nud",
+                    "permanent",
+                )
+        sh(
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-q",
+            "-w",
+            "net.ipv4.conf.all.send_redirects=0",
+            "net.ipv4.conf.rad0.send_redirects=0",
+            "net.ipv4.conf.all.rp_filter=0",
+            "net.ipv4.conf.rad0.rp_filter=0",
+        )
+    sh("ip", "-n", mesh.ns(2), "route", "add", "10.42.0.1/32", "dev", "rad0")
+    sh("ip", "-n", mesh.ns(2), "route", "add", "10.42.0.3/32", "dev", "rad0")
+    sh("ip", "netns", "exec", mesh.ns(2), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+    sh("ip", "-n", mesh.ns(1), "route", "add", "10.42.0.2/32", "dev", "rad0")
+    sh(
+        "ip",
+        "-n",
+        mesh.ns(1),
+        "route",
+        "add",
+        "10.42.0.3/32",
+        "via",
+        "10.42.0.2",
+        "dev",
+        "rad0",
+        "onlink",
+    )
+    sh("ip", "-n", mesh.ns(3), "route", "add", "10.42.0.2/32", "dev", "rad0")
+    sh(
+        "ip",
+        "-n",
+        mesh.ns(3),
+        "route",
+        "add",
+        "10.42.0.1/32",
+        "via",
+        "10.42.0.2",
+        "dev",
+        "rad0",
+        "onlink",
+    )
+
+
+def _neighbours(mesh: VethMesh, *idx: int) -> dict[str, str]:
+    return {mesh.addr(j): mesh.mac(j) for j in idx}
+
+
+def _start_daemons(mesh: VethMesh, nodes: tuple[int, ...]) -> None:
+    """Static engine, neighbours' MACs from the config (no beacon dependence)."""
+    routes = {1: {"10.42.0.3": "10.42.0.2"}, 2: {}, 3: {"10.42.0.1": "10.42.0.2"}}
+    for i in nodes:
+        mesh.start(
+            i,
+            static_routes=routes[i],
+            static_neighbours=_neighbours(mesh, *[j for j in (1, 2, 3) if j != i]),
+            log_level="warning",
+        )
+
+
+def _iperf(mesh: VethMesh, seconds: float) -> float:
+    mesh.run(3, "iperf3", "-s", "-1", "-D", "-B", "10.42.0.3")
+    wait_for(lambda: ":5201" in mesh.run(3, "ss", "-ltn").stdout, 5, "iperf3 server")
+    r = mesh.run(
+        1, "iperf3", "-c", "10.42.0.3", "-t", str(seconds), "-O", "1", "-J", timeout=seconds + 30
+    )
+    return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
+def measure(seconds: float, workdir: Path) -> dict[str, Any]:
+    tag = f"mkb{os.getpid() % 10000}"
+    res: dict[str, Any] = {}
+    with VethMesh(f"{tag}k", 3, workdir / "k") as mesh:
+        _kernel_forwarding(mesh)
+        res["kernel_pps"] = _blast(mesh, 0x0800, seconds)
+        res["kernel_tcp_mbps"] = _iperf(mesh, seconds)
+    with VethMesh(f"{tag}d", 3, workdir / "d") as mesh:
+        _start_daemons(mesh, (2,))
+        res["daemon_pps"] = _blast(mesh, 0x88B5, seconds)
+        fwd = mesh.status(2)["counters"]
+        res["daemon_forwarder_counters"] = fwd["dataplane"]
+    with VethMesh(f"{tag}t", 3, workdir / "t") as mesh:
+        _start_daemons(mesh, (1, 2, 3))
+        res["daemon_tcp_mbps"] = _iperf(mesh, seconds)
+    return res
+
+
+def run(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="mk-bench-dp-") as tmp:
+        r = measure(args.seconds, Path(tmp))
+    rows = [
+        (
+            "packets/s per hop (60-byte frames)",
+            r["daemon_pps"]["pps"],
+            r["kernel_pps"]["pps"],
+            GOAL_PPS,
+            "pkt/s",
+        ),
+        (
+            "TCP through one forwarding node",
+            r["daemon_tcp_mbps"],
+            r["kernel_tcp_mbps"],
+            GOAL_TCP_MBPS,
+            "Mbit/s",
+        ),
+    ]
+    t = Table(title="data plane over veth (offloads off): daemon vs kernel forwarding")
+    for col in ("metric", "daemon", "kernel (reference)", "goal", "met"):
+        t.add_column(col, justify="right" if col != "metric" else "left")
+    for name, d, k, goal, unit in rows:
+        t.add_row(
+            name,
+            f"{d:,.0f} {unit}",
+            f"{k:,.0f} {unit}",
+            f">= {goal:,.0f}",
+            "yes" if d >= goal else "NO",
+        )
+    Console().print(t)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "bench": "dataplane",
+        "time": time.time(),
+        "seconds": args.seconds,
+        "daemon_pps_per_hop": round(r["daemon_pps"]["pps"]),
+        "daemon_offered_pps": round(r["daemon_pps"]["offered_pps"]),
+        "kernel_pps_per_hop": round(r["kernel_pps"]["pps"]),
+        "kernel_offered_pps": round(r["kernel_pps"]["offered_pps"]),
+        "daemon_tcp_mbps": round(r["daemon_tcp_mbps"], 1),
+        "kernel_tcp_mbps": round(r["kernel_tcp_mbps"], 1),
+        "goal_pps": GOAL_PPS,
+        "goal_tcp_mbps": GOAL_TCP_MBPS,
+        "goals_met": r["daemon_pps"]["pps"] >= GOAL_PPS and r["daemon_tcp_mbps"] >= GOAL_TCP_MBPS,
+        "forwarder_counters": r["daemon_forwarder_counters"],
+    }
+    path = out / "dataplane.json"
+    path.write_text(json.dumps(doc, indent=2))
+    print(f"written {path}")
+    return 0
