@@ -261,6 +261,7 @@ class Session:
         if self.state is State.CLOSED:
             return
         self._has_transport = False
+        self._ack_deadline = None  # the RESUME on the next transport carries the offset
         self._reader.clear()
         self._out.clear()
         self.state = State.RESUMING
@@ -346,8 +347,10 @@ class Session:
                 now,
             )
             return
+        if not self._can_talk():
+            return
         ack_due = self._ack_deadline is not None and now >= self._ack_deadline
-        keepalive_due = self._can_talk() and now >= self._last_sent + self.cfg.keepalive
+        keepalive_due = now >= self._last_sent + self.cfg.keepalive
         if ack_due or keepalive_due:
             self._send_ack(now)
 
