@@ -574,7 +574,9 @@ class AodvEngine(RoutingEngine):
 
     def _send_rreq(self, now: float, d: _Discovery) -> None:
         c = self.config
-        while self._rreq_times and self._rreq_times[0] <= now - 1.0:
+        # The same expression as the deadline below, so the two never disagree by a
+        # rounding error (which would spin the timer).
+        while self._rreq_times and self._rreq_times[0] + 1.0 <= now:
             self._rreq_times.popleft()
         if len(self._rreq_times) >= c.rreq_ratelimit:
             # RREQ_RATELIMIT: wait until the oldest of the last second ages out.
@@ -953,7 +955,7 @@ class AodvEngine(RoutingEngine):
         no_delete: bool,
     ) -> None:
         """Unicast to a single precursor, else broadcast with TTL 1 (6.11); rate-limited."""
-        while self._rerr_times and self._rerr_times[0] <= now - 1.0:
+        while self._rerr_times and self._rerr_times[0] + 1.0 <= now:
             self._rerr_times.popleft()
         if len(self._rerr_times) >= self.config.rerr_ratelimit:
             self.counters["rerr-ratelimited"] += 1
