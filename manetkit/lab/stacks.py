@@ -8,10 +8,14 @@ For ``stack: aodv|dsr`` every node nI runs ``manetkit daemon`` with a generated 
 (written to ``<lab dir>/nodes/nI/daemon.yaml``): mesh address 10.42.0.I (for I > 254,
 10.42.(I // 256).(I % 256)), radio_interface radio0, link sensing from the lab radio's
 station table, event socket ``<lab dir>/nodes/nI/events.sock`` (``daemon_socket``).
+``MANETKIT_LAB_DAEMON_CONFIG`` (a YAML file) is merged into every node's generated
+config, e.g. ``dsr: {broadcast_jitter_ms: 0}`` for a benchmark; the node-specific
+fields (address, lab, event socket) cannot be overridden.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +63,33 @@ def daemon_socket(lab: str, node: str) -> Path:
     return paths.node_dir(lab, node) / "events.sock"
 
 
+NODE_FIELDS = ("address", "lab", "event_socket")
+EXTRA_ENV = "MANETKIT_LAB_DAEMON_CONFIG"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def extra_from_env() -> dict[str, Any]:
+    path = os.environ.get(EXTRA_ENV)
+    if not path:
+        return {}
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{EXTRA_ENV}={path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{EXTRA_ENV}={path}: expected a mapping of daemon config fields")
+    bad = [k for k in NODE_FIELDS if k in data]
+    if bad:
+        raise UserError(f"{EXTRA_ENV}={path}: {', '.join(bad)} are set per node by the lab")
+    return data
+
+
 def daemon_config(lab: str, node: str, protocol: str, extra: dict[str, Any] | None = None) -> dict:
     cfg: dict[str, Any] = {
         "address": str(node_address(node)),
@@ -69,8 +100,7 @@ def daemon_config(lab: str, node: str, protocol: str, extra: dict[str, Any] | No
         "event_socket": str(daemon_socket(lab, node)),
         "log_level": "info",
     }
-    cfg.update(extra or {})
-    return cfg
+    return _merge(cfg, extra or {})
 
 
 def _daemon_ready(lab: str, node: str) -> Callable[[], bool]:
@@ -108,7 +138,7 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     proxy = getattr(scenario, "proxy", "none")
     specs: list[ProcessSpec] = []
     if stack in ("aodv", "dsr"):
-        specs.append(daemon_spec(lab, node, stack, getattr(scenario, "daemon", None)))
+        specs.append(daemon_spec(lab, node, stack, extra_from_env()))
     elif stack != "none":
         raise UserError(f"stack {stack!r} is not built (use aodv, dsr or none)")
     if proxy != "none":
