@@ -94,3 +94,25 @@ def test_tshark_decodes_what_the_engine_sent():
         assert layers["ip"]["ip.src"] == str(f.sender)
         assert layers["ip"]["ip.ttl"] == str(f.packet[8])
         assert layers["udp"]["udp.srcport"] == layers["udp"]["udp.dstport"] == "654"
+
+
+def test_config_defaults_and_refusals():
+    import pytest
+    from pydantic import ValidationError
+
+    c = AodvConfig()
+    # RFC 3561 section 10 derived values.
+    assert (c.net_traversal_time_ms, c.path_discovery_time_ms) == (2800, 5600)
+    assert (c.my_route_timeout_ms, c.delete_period_ms, c.blacklist_timeout_ms) == (
+        6000,
+        15000,
+        5600,
+    )
+    assert (c.next_hop_wait_ms, c.max_repair_ttl, c.ring_traversal_time_ms(1)) == (50, 10, 240)
+    for bad, field in (
+        ({"ttl_threshold": 50}, "ttl_threshold"),
+        ({"active_route_timeout_ms": 0}, "active_route_timeout_ms"),
+        ({"hello_intervall_ms": 5}, "hello_intervall_ms"),
+    ):
+        with pytest.raises(ValidationError, match=field):
+            AodvConfig(**bad)

@@ -287,7 +287,7 @@ class AodvEngine(RoutingEngine):
         if len(packet) < 20 or packet[0] >> 4 != 4:
             self._malformed(packet, "not an IPv4 packet")
             return
-        if aodv.is_control(packet):
+        if packet[9] == 17 and aodv.is_control(packet):  # UDP first: data is mostly TCP
             dst = packet[16:20]
             if dst == self._me_b or dst == _BCAST_B:
                 self._receive_control(now, packet, src_mac, rssi_dbm)
@@ -365,7 +365,7 @@ class AodvEngine(RoutingEngine):
         if dst == self._me_b:
             self._delivered += 1
             self._last_data = now
-            self._emit(Deliver(packet))
+            self._actions.append(Deliver(packet))
             return
         if dst[0] >= 224 or dst == _BCAST_B:
             # Multicast/broadcast data: one hop only (no flooding in AODV).
@@ -423,7 +423,7 @@ class AodvEngine(RoutingEngine):
                 prev.expires = t
         self._last_data = now
         self._forwarded += 1
-        self._emit(SendFrame(r.next_hop, packet))
+        self._actions.append(SendFrame(r.next_hop, packet))
 
     def _buffer(self, now: float, dst: IPv4Address, packet: bytes) -> None:
         if self.send_buffer.add(now, dst, packet):
