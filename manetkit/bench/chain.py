@@ -7,7 +7,10 @@ along the chain share the channel, T_i is bounded by C/i for i <= 3 and by C/3 b
 ACK contention pulls it a little lower from 4 hops on.
 
 One lab of N+1 nodes, 200 m apart (in range of the next node only, within carrier sense
-of the next two), is brought up; the kernel forwards over ``radio0`` with static routes
+of the next two), is brought up. Its radio and propagation come from the shipped
+``configs/scenarios/chain-<N+1>.yaml`` (``chain-9.yaml`` for longer chains), or from
+``--scenario``: in particular ``radio.rts_threshold: 0``, RTS/CTS before every unicast as
+in the paper's ns-2 runs; ``--set`` overrides fields as for ``lab up``. The lab is then the kernel forwards over ``radio0`` with static routes
 (plain ``ip route``), so the numbers measure the medium, not a routing daemon. iperf3 then
 runs from n1 to n(i+1) for i = 1..N. The lab is always brought down.
 """
@@ -28,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, paths
+from manetkit.lab import netns, nodes, paths, scenario
 from manetkit.lab.medium import protocol
 
 SUBNET = "10.43.0"
@@ -44,12 +47,39 @@ def addr(k: int) -> str:
     return f"{SUBNET}.{k}"
 
 
-def chain_scenario(hosts: int, rate_mbps: float, spacing_m: float) -> dict:
-    return {
-        "nodes": hosts,
-        "radio": {"rate_mbps": rate_mbps},
-        "mobility": {"model": "static", "layout": {"kind": "line", "spacing": spacing_m}},
-    }
+SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+LONGEST_SHIPPED = 9
+
+
+def shipped_chain(hosts: int) -> Path:
+    """The shipped scenario whose radio settings a chain of ``hosts`` nodes uses."""
+    return SHIPPED / f"chain-{min(max(hosts, 2), LONGEST_SHIPPED)}.yaml"
+
+
+def chain_scenario(
+    hosts: int,
+    rate_mbps: float,
+    spacing_m: float,
+    base: Path | None = None,
+    overrides: dict[str, str] | None = None,
+) -> dict:
+    """The benchmark's scenario: ``base``'s fields (radio, propagation, seed), with the node
+    count, rate and a static line of ``spacing_m`` set by the benchmark, then ``overrides``."""
+    path = base or shipped_chain(hosts)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"bench chain: cannot read the chain scenario {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a scenario must be a YAML mapping")
+    data.pop("name", None)  # the benchmark names its own lab
+    data["nodes"] = hosts
+    data["stack"] = data["proxy"] = "none"  # static routes: the medium alone is measured
+    data.setdefault("radio", {})["rate_mbps"] = rate_mbps
+    data["mobility"] = {"model": "static", "layout": {"kind": "line", "spacing": spacing_m}}
+    data = scenario.apply_overrides(data, overrides or {})
+    scenario.scenario_from_dict(data, str(path), path.parent)  # refuse a bad one now
+    return data
 
 
 def configure_chain(lab: str, hosts: int) -> None:
@@ -139,14 +169,23 @@ def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
             server.wait()
 
 
-def measure(max_hops: int, duration: float, rate_mbps: float, spacing_m: float) -> dict:
+def measure(
+    max_hops: int,
+    duration: float,
+    rate_mbps: float,
+    spacing_m: float,
+    base: Path | None = None,
+    overrides: dict[str, str] | None = None,
+) -> dict:
     hosts = max_hops + 1
     lab = f"bch{os.getpid() % 100000}"
+    data = chain_scenario(hosts, rate_mbps, spacing_m, base, overrides)
+    radio = scenario.scenario_from_dict(data).radio
     with tempfile.TemporaryDirectory(prefix="manetkit-chain-") as tmp:
-        scenario = Path(tmp) / "chain.yaml"
-        scenario.write_text(yaml.safe_dump(chain_scenario(hosts, rate_mbps, spacing_m)))
+        scen_path = Path(tmp) / "chain.yaml"
+        scen_path.write_text(yaml.safe_dump(data))
         try:
-            nodes.up(scenario, name=lab)
+            nodes.up(scen_path, name=lab)
             configure_chain(lab, hosts)
             tput = []
             for i in range(1, max_hops + 1):
@@ -159,6 +198,9 @@ def measure(max_hops: int, duration: float, rate_mbps: float, spacing_m: float) 
     ratios = [t / tput[0] if tput[0] else 0.0 for t in tput]
     return {
         "rate_bps": int(rate_mbps * 1e6),
+        "scenario": str(base or shipped_chain(hosts)),
+        "overrides": overrides or {},
+        "radio": radio.model_dump(),
         "spacing_m": spacing_m,
         "duration_s": duration,
         "hops": list(range(1, max_hops + 1)),
@@ -196,7 +238,10 @@ def plot(result: dict, path: Path) -> None:
 def print_table(result: dict) -> None:
     t = Table(
         "hops", "throughput (Mbit/s)", "T_i/T_1", "paper T_i/T_1",
-        title=f"bench chain at {result['rate_bps'] / 1e6:g} Mbit/s ({result['duration_s']:g} s per run)",
+        title=(
+            f"bench chain at {result['rate_bps'] / 1e6:g} Mbit/s, RTS threshold "
+            f"{result['radio']['rts_threshold']} ({result['duration_s']:g} s per run)"
+        ),
     )  # fmt: skip
     for i, bps, r in zip(result["hops"], result["throughput_bps"], result["ratios"], strict=True):
         paper = PAPER_RATIO.get(i)
@@ -217,7 +262,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--duration must be > 0 seconds")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = measure(args.max_hops, args.duration, args.rate, args.spacing)
+    result = measure(
+        args.max_hops,
+        args.duration,
+        args.rate,
+        args.spacing,
+        Path(args.scenario) if args.scenario else None,
+        scenario.parse_set_args(args.set),
+    )
     (out / "chain.json").write_text(json.dumps(result, indent=2) + "\n")
     plot(result, out / "chain.png")
     print_table(result)
@@ -234,5 +286,16 @@ def register(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=200.0,
         help="metres between nodes (200: in range of the next only)",
+    )
+    parser.add_argument(
+        "--scenario",
+        help="take radio/propagation from this scenario (default: the shipped chain-N.yaml)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field, e.g. --set radio.rts_threshold=2347 (repeatable)",
     )
     parser.set_defaults(func=run)

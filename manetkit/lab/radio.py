@@ -15,8 +15,10 @@ One radio process runs inside each node's namespace
   ``subscribe`` command that streams ``tx-failed`` / ``station-new`` / ``station-gone``
   events to the node's software (the daemon's ``lab`` link-sensing backend).
 
-The wire format towards the medium is ``manetkit.lab.medium.protocol``; the control
-protocol is documented in docs/lab.md.
+The wire format towards the medium is ``manetkit.lab.medium.protocol``, over the medium's
+AF_UNIX datagram socket (namespace labs) or, with ``--medium-udp HOST:PORT``, over UDP
+(docker labs, where the medium's socket file is not shared); the control protocol is
+documented in docs/lab.md.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ BURST = 256
 # A subscriber that lets this much pile up is too slow to be useful; it is disconnected.
 MAX_SUBSCRIBER_BACKLOG = 4 << 20
 _I16 = struct.Struct("!h")
+_MEDIUM_GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
 
 
 def node_id_of(node: str) -> int:
@@ -104,18 +107,26 @@ class Radio:
         lab: str,
         node: str,
         *,
-        medium_path: Path,
+        medium_path: Path | None,
         socket_path: Path,
         control_path: Path,
         interface: str = INTERFACE,
         station_expiry_s: float = DEFAULT_EXPIRY_S,
+        medium_udp: tuple[int, tuple] | None = None,
     ) -> None:
         self.lab = lab
         self.node = node
         self.node_id = node_id_of(node)
         self.mac = protocol.node_mac(self.node_id)
         self.interface = interface
+        # Where the medium listens: its AF_UNIX path, or (family, sockaddr) for UDP.
+        if (medium_path is None) == (medium_udp is None):
+            raise ValueError("give exactly one of medium_path and medium_udp")
         self.medium_path = medium_path
+        self.medium_udp = medium_udp
+        self.medium_addr: str | tuple = (
+            str(medium_path) if medium_path is not None else medium_udp[1]
+        )
         self.socket_path = socket_path
         self.control_path = control_path
         self.stations = StationTable(station_expiry_s)
@@ -157,8 +168,14 @@ class Radio:
         for p in (self.socket_path, self.control_path):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-        self.sock.bind(str(self.socket_path))
+        if self.medium_udp is None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            self.sock.bind(str(self.socket_path))
+        else:
+            # UDP: connect() picks the local port, and the kernel then drops datagrams
+            # from anyone but the medium; an ICMP port-unreachable (medium gone) comes
+            # back as ECONNREFUSED on the next send/recv, like a vanished unix socket.
+            self.sock = socket.socket(self.medium_udp[0], socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
         self.sock.setblocking(False)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         loop.add_reader(self.sock.fileno(), self._on_medium_readable)
@@ -166,7 +183,12 @@ class Radio:
         housekeeping = asyncio.create_task(self._housekeeping())
         attacher = asyncio.create_task(self._attach_loop())
         log.info(
-            "radio %s of lab %s: %s %s", self.node, self.lab, self.interface, mac_str(self.mac)
+            "radio %s of lab %s: %s %s, medium at %s",
+            self.node,
+            self.lab,
+            self.interface,
+            mac_str(self.mac),
+            self.medium_addr,
         )
         try:
             await self._stop.wait()
@@ -204,11 +226,11 @@ class Radio:
         last_log = time.monotonic()
         while not self.attached:
             try:
-                self.sock.connect(str(self.medium_path))
+                self.sock.connect(self.medium_addr)
                 self.sock.send(protocol.attach(self.node_id))
             except OSError as exc:
                 if time.monotonic() - last_log > 5:
-                    log.warning("waiting for the medium at %s: %s", self.medium_path, exc)
+                    log.warning("waiting for the medium at %s: %s", self.medium_addr, exc)
                     last_log = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._attached_event.wait(), delay)
@@ -224,7 +246,7 @@ class Radio:
             self.attached = True
             set_carrier(self.tap_fd, True)
             asyncio.get_running_loop().add_reader(self.tap_fd, self._on_tap_readable)
-            log.info("attached to the medium at %s", self.medium_path)
+            log.info("attached to the medium at %s", self.medium_addr)
         assert self._attached_event is not None
         self._attached_event.set()
 
@@ -270,7 +292,7 @@ class Radio:
                     loop.add_writer(self.sock.fileno(), self._on_medium_writable)
                     return
                 except OSError as exc:
-                    if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN):
+                    if exc.errno in _MEDIUM_GONE:
                         self.counters["tx_dropped"] += 1
                         self._on_medium_lost(exc)
                         return
@@ -307,7 +329,10 @@ class Radio:
                 n = sock.recv_into(buf)
             except BlockingIOError:
                 break
-            except OSError:
+            except OSError as exc:
+                if exc.errno in _MEDIUM_GONE:  # UDP: ICMP port unreachable
+                    self._on_medium_lost(exc)
+                    break
                 counters["malformed"] += 1
                 continue
             if n >= 17 and buf[0] == protocol.DELIVER:
@@ -450,8 +475,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lab", required=True, help="lab name")
     parser.add_argument("--node", required=True, help="node name (n1, n2, ...)")
     parser.add_argument("--interface", default=INTERFACE, help="TAP name (default radio0)")
-    parser.add_argument(
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         "--medium", help="medium socket path (default: the lab's medium.sock under the rundir)"
+    )
+    where.add_argument(
+        "--medium-udp",
+        metavar="HOST:PORT",
+        help="reach the medium over UDP instead (docker labs; the medium's --udp)",
     )
     parser.add_argument(
         "--station-expiry",
@@ -472,10 +503,19 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     if args.station_expiry <= 0:
         raise UserError("--station-expiry must be > 0 seconds")
+    medium_udp = None
+    if getattr(args, "medium_udp", None):
+        try:
+            medium_udp = protocol.udp_address(args.medium_udp)
+        except ValueError as exc:
+            raise UserError(f"--medium-udp {exc}") from None
     radio = Radio(
         args.lab,
         args.node,
-        medium_path=Path(args.medium) if args.medium else paths.medium_socket(args.lab),
+        medium_path=None
+        if medium_udp
+        else (Path(args.medium) if args.medium else paths.medium_socket(args.lab)),
+        medium_udp=medium_udp,
         socket_path=paths.radio_socket(args.lab, args.node),
         control_path=paths.radio_control_socket(args.lab, args.node),
         interface=args.interface,

@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from manetkit.errors import UserError
 from manetkit.lab import paths
-from manetkit.lab.medium.airtime import DSSS_RATES, OFDM_RATES, default_basic_rate, is_ofdm
+from manetkit.lab.medium.airtime import (
+    DSSS_RATES,
+    OFDM_RATES,
+    RTS_OFF,
+    default_basic_rate,
+    is_ofdm,
+)
 
 
 class _Strict(BaseModel):
@@ -33,6 +39,8 @@ class Radio(_Strict):
     loss: float = Field(0.0, ge=0.0, le=1.0)
     short_preamble: bool = False
     interference: bool = False
+    # RTS/CTS before unicasts whose MPDU is longer than this (bytes); 2347 = off.
+    rts_threshold: int = Field(RTS_OFF, ge=0, le=RTS_OFF)
 
     @field_validator("rate_mbps", "basic_rate_mbps")
     @classmethod

@@ -52,3 +52,29 @@ def test_mean_exchange():
 def test_unknown_rate_refused():
     with pytest.raises(ValueError):
         Airtime(3).data_us(100)
+
+
+def test_rts_cts_at_2mbps():
+    # RTS 20 bytes and CTS 14 bytes at the 1 Mbps basic rate, long preamble.
+    a = Airtime(2, rts_threshold=0)
+    assert a.rts_cts_us() == pytest.approx((192 + 20 * 8) + 10 + (192 + 14 * 8))  # 666 us
+    assert a.unicast_us(ETH_1500) == pytest.approx(666 + 10 + 6336 + 10 + 304)  # 7326 us
+    assert a.mean_exchange_us(ETH_1500) == pytest.approx(50 + 15.5 * 20 + 7326)
+    # broadcast never uses RTS/CTS
+    assert a.mean_exchange_us(ETH_1500, unicast=False) == pytest.approx(50 + 310 + 6336)
+
+
+def test_rts_cts_at_54mbps():
+    a = Airtime(54, rts_threshold=0)
+    rts = 20 + 4 * math.ceil((16 + 6 + 8 * 20) / 24)  # 52 us at 6 Mbps
+    cts = 20 + 4 * math.ceil((16 + 6 + 8 * 14) / 24)  # 44 us
+    assert a.rts_cts_us() == rts + 16 + cts == 112
+    assert a.unicast_us(ETH_1500) == 112 + 16 + 248 + 16 + 44
+
+
+def test_rts_threshold_compares_the_mpdu():
+    # A 1514-byte Ethernet frame is a 1536-byte MPDU: RTS only if 1536 > threshold.
+    assert Airtime(2, rts_threshold=1535).uses_rts(ETH_1500)
+    assert not Airtime(2, rts_threshold=1536).uses_rts(ETH_1500)
+    assert not Airtime(2).uses_rts(ETH_1500)  # default 2347: off, as on real cards
+    assert Airtime(2).unicast_us(ETH_1500) == pytest.approx(6336 + 10 + 304)

@@ -13,6 +13,14 @@ Ethernet header is replaced by the 802.11 data header (24 bytes), an LLC/SNAP he
 
 An ACK is 14 bytes sent at the basic rate. A unicast exchange costs
 ``DIFS + backoff + data + SIFS + ACK``; a broadcast ``DIFS + backoff + data``.
+
+RTS/CTS (clause 10.3.2.6, ``dot11RTSThreshold``; ns-2's ``RTSThreshold_``, iw's ``rts``):
+a unicast whose MPDU is longer than ``rts_threshold`` bytes is preceded by an RTS
+(20 bytes) and a CTS (14 bytes), both at the basic rate, each followed by SIFS:
+``DIFS + backoff + RTS + SIFS + CTS + SIFS + data + SIFS + ACK``. When no CTS comes (the
+destination is absent) an attempt costs ``RTS + SIFS + CTS`` (the CTS timeout, as in
+ns-2) and the data is not sent. The default threshold 2347 (larger than any MPDU) means
+off, as on real cards; 0 protects every unicast, as Holland & Vaidya's ns-2 runs did.
 Times are in microseconds (floats: 5.5 and 11 Mbps give fractional microseconds; the
 exact value is kept rather than the PLCP LENGTH rounding, a < 1 us difference).
 """
@@ -27,6 +35,9 @@ OFDM_RATES = (6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)
 ETHERNET_HEADER = 14
 WIFI_OVERHEAD = 24 + 8 + 4  # 802.11 data header + LLC/SNAP + FCS
 ACK_BYTES = 14
+RTS_BYTES = 20
+CTS_BYTES = 14
+RTS_OFF = 2347  # dot11RTSThreshold's maximum: no MPDU is longer, so RTS/CTS is never used
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +90,7 @@ class Airtime:
     rate_mbps: float = 2.0
     basic_rate_mbps: float | None = None
     short_preamble: bool = False
+    rts_threshold: int = RTS_OFF
 
     @property
     def phy(self) -> PhyTiming:
@@ -94,9 +106,25 @@ class Airtime:
     def ack_us(self) -> float:
         return ppdu_us(ACK_BYTES, self.basic, self.short_preamble)
 
+    def uses_rts(self, ethernet_len: int) -> bool:
+        """Whether a unicast of this frame is preceded by RTS/CTS (MPDU > threshold)."""
+        return mpdu_bytes(ethernet_len) > self.rts_threshold
+
+    def rts_cts_us(self) -> float:
+        """RTS + SIFS + CTS: also what an attempt costs when no CTS comes back."""
+        return (
+            ppdu_us(RTS_BYTES, self.basic, self.short_preamble)
+            + self.phy.sifs_us
+            + ppdu_us(CTS_BYTES, self.basic, self.short_preamble)
+        )
+
     def unicast_us(self, ethernet_len: int) -> float:
-        """One unicast attempt without the contention: data + SIFS + ACK."""
-        return self.data_us(ethernet_len) + self.phy.sifs_us + self.ack_us()
+        """One unicast attempt without the contention: [RTS + SIFS + CTS + SIFS +]
+        data + SIFS + ACK."""
+        t = self.data_us(ethernet_len) + self.phy.sifs_us + self.ack_us()
+        if self.uses_rts(ethernet_len):
+            t += self.rts_cts_us() + self.phy.sifs_us
+        return t
 
     def mean_exchange_us(self, ethernet_len: int, unicast: bool = True) -> float:
         """A lone sender's mean time per frame: DIFS + CWmin/2 slots + the attempt."""

@@ -21,6 +21,14 @@ papers' simulations made):
   (up to CWmax) and retries, up to ``retry_limit`` retries, then a tx-failure status
   carrying the frame. A destination MAC that is no lab radio's gets the same treatment,
   as a real MAC gets no ACK;
+- RTS/CTS (``radio.rts_threshold``, off by default): a unicast whose MPDU is longer than
+  the threshold also costs RTS + SIFS + CTS + SIFS per attempt; an attempt to an absent
+  destination (out of range, link down, detached) costs only RTS + SIFS + CTS (no CTS
+  comes, the data is not sent). One ``retry_limit`` counts both kinds of attempt (ns-2
+  and 802.11 keep a short and a long retry count; with the defaults both give 7 tries
+  before the link is declared broken, close enough here). The CTS's NAV is not modelled
+  separately: every node that hears the receiver (250 m) is within 500 m of the sender,
+  hence already within its 550 m carrier-sense range and deferring;
 - interference (``radio.interference``, off by default): a reception fails if the
   receiver carrier-senses another transmission that overlaps it and either started
   first (the receiver had locked onto it, as ns-2's PHY does) or is not at least 10 dB
@@ -124,6 +132,7 @@ class Medium:
         interference: bool = False,
         seed: int = 1,
         refresh_s: float = 0.05,
+        airtime_scale: float = 1.0,
     ):
         self.world = world
         self.n = world.n
@@ -138,12 +147,18 @@ class Medium:
         self.rng = random.Random(f"manetkit-mac:{seed}")
         self.refresh_s = refresh_s  # how stale positions may get for a moving world
 
+        # airtime_scale < 1 shrinks every duration (slots, frames): only ``bench medium``
+        # uses it, to measure the relay's own capacity with the 802.11 timing out of the way.
+        if not airtime_scale > 0:
+            raise ValueError("airtime_scale must be > 0")
+        us = 1e-6 * airtime_scale
         phy = self.airtime.phy
-        self.slot = phy.slot_us * 1e-6
-        self.difs = phy.difs_us * 1e-6
+        self._us = us
+        self.slot = phy.slot_us * us
+        self.difs = phy.difs_us * us
         self.cw_min, self.cw_max = phy.cw_min, phy.cw_max
-        self._ack_s = (phy.sifs_us + self.airtime.ack_us()) * 1e-6
-        self._data_s: dict[int, float] = {}
+        # per Ethernet frame length: (broadcast, unicast attempt, unicast with no CTS/ACK)
+        self._durations: dict[int, tuple[float, float, float]] = {}
 
         self.nodes = [_Node(self.cw_min) for _ in range(self.n)]
         self._heap: list[tuple[float, int, int, int, int]] = []
@@ -255,11 +270,16 @@ class Medium:
         nd.gen += 1
         self._push(nd.count_from + nd.backoff * self.slot, _START, i)
 
-    def _duration(self, length: int, unicast: bool) -> float:
-        d = self._data_s.get(length)
+    def _durations_of(self, length: int) -> tuple[float, float, float]:
+        d = self._durations.get(length)
         if d is None:
-            d = self._data_s[length] = self.airtime.data_us(length) * 1e-6
-        return d + self._ack_s if unicast else d
+            a, us = self.airtime, self._us
+            unicast = a.unicast_us(length) * us
+            # Without RTS a sender cannot tell an absent receiver before the ACK timeout;
+            # with RTS it gives up after the missing CTS.
+            absent = a.rts_cts_us() * us if a.uses_rts(length) else unicast
+            d = self._durations[length] = (a.data_us(length) * us, unicast, absent)
+        return d
 
     def _lossy(self, a: int, b: int) -> bool:
         p = (
@@ -283,7 +303,13 @@ class Medium:
                 receivers = [dst] if dst in snap.rx_sets[i] else []
             else:
                 dst, receivers = _NOBODY, []
-        end = t + self._duration(len(frame), dst != _BROADCAST)
+        d = self._durations_of(len(frame))
+        if dst == _BROADCAST:
+            end = t + d[0]
+        elif receivers and self.nodes[dst].attached:
+            end = t + d[1]
+        else:
+            end = t + d[2]
         tx = _Tx(i, t, end, dst, frame, receivers)
         if self.interference and self._active:
             self._interfere(tx, snap)
@@ -419,7 +445,9 @@ class Medium:
         }
 
 
-def medium_from_scenario(scenario, world: World | None = None) -> Medium:
+def medium_from_scenario(
+    scenario, world: World | None = None, airtime_scale: float = 1.0
+) -> Medium:
     """A :class:`Medium` configured by a scenario's ``radio``, ``propagation`` and ``links``."""
     from manetkit.lab.medium.mobility import build_world
 
@@ -439,7 +467,7 @@ def medium_from_scenario(scenario, world: World | None = None) -> Medium:
     idx = {name: k for k, name in enumerate(scenario.node_names)}
     return Medium(
         world or build_world(scenario),
-        Airtime(r.rate_mbps, r.basic_rate_mbps, r.short_preamble),
+        Airtime(r.rate_mbps, r.basic_rate_mbps, r.short_preamble, r.rts_threshold),
         prop,
         queue_frames=r.queue_frames,
         retry_limit=r.retry_limit,
@@ -447,6 +475,7 @@ def medium_from_scenario(scenario, world: World | None = None) -> Medium:
         link_loss={(idx[lk.a], idx[lk.b]): lk.loss for lk in scenario.links},
         interference=r.interference,
         seed=scenario.seed,
+        airtime_scale=airtime_scale,
     )
 
 

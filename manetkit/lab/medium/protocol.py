@@ -2,8 +2,9 @@
 
 One datagram = one message: a 1-byte type, then the fields below (network byte order).
 The transport is a datagram socket: AF_UNIX/SOCK_DGRAM for namespace labs (the path is
-reachable from every namespace) or UDP for docker labs. The medium learns a radio's
-reply address from its ATTACH and knows the sender of every later datagram by it.
+reachable from every namespace) or UDP for docker labs (``HOST:PORT``, see
+:func:`udp_address`). The medium learns a radio's reply address from its ATTACH and
+knows the sender of every later datagram by it.
 
 radio -> medium
   ATTACH    u8 type | u16 node_id                      register (or re-register) a radio
@@ -22,6 +23,7 @@ medium -> radio
 
 from __future__ import annotations
 
+import socket
 import struct
 from dataclasses import dataclass
 
@@ -62,6 +64,29 @@ def mac_node(mac: bytes) -> int | None:
 
 def mac_str(mac: bytes) -> str:
     return ":".join(f"{b:02x}" for b in mac)
+
+
+def udp_address(text: str, passive: bool = False) -> tuple[int, tuple]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6; HOST may be a name, e.g. a docker service)
+    to ``(address family, sockaddr)`` for the UDP transport. ValueError if malformed or
+    unresolvable. ``passive``: for bind (an empty HOST then means every address)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:7700")
+    host = host.removeprefix("[").removesuffix("]")
+    if not host and not passive:
+        raise ValueError(f"{text!r}: no host")
+    try:
+        infos = socket.getaddrinfo(
+            host or None,
+            int(port),
+            type=socket.SOCK_DGRAM,
+            flags=socket.AI_PASSIVE if passive else 0,
+        )
+    except socket.gaierror as exc:
+        raise ValueError(f"{text!r}: cannot resolve {host!r}: {exc.strerror}") from None
+    family, _, _, _, sockaddr = infos[0]
+    return family, sockaddr
 
 
 # --- radio -> medium -------------------------------------------------------------

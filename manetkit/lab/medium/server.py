@@ -70,13 +70,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a scenario field, e.g. --set radio.rate_mbps=11 (repeatable)",
     )
+    # Bench-only (``bench medium``'s capacity run): multiply every 802.11 duration by this
+    # factor, so the relay's own cost, not the airtime model, limits the frame rate.
+    parser.add_argument("--airtime-scale", type=float, default=1.0, help=argparse.SUPPRESS)
 
 
-def parse_hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UserError(f"--udp {text}: expected HOST:PORT, e.g. 127.0.0.1:7700")
-    return host or "127.0.0.1", int(port)
+def parse_hostport(text: str) -> tuple[int, tuple]:
+    """``--udp HOST:PORT`` to (family, sockaddr); an empty HOST binds every address."""
+    try:
+        return proto.udp_address(text, passive=True)
+    except ValueError as exc:
+        raise UserError(f"--udp {exc}") from None
 
 
 def node_index(name: Any, n: int) -> int:
@@ -110,7 +114,8 @@ class MediumServer:
         socket_path: Path,
         control_path: Path,
         ground_truth: Path | None,
-        udp: tuple[str, int] | None = None,
+        udp: tuple[int, tuple] | None = None,
+        airtime_scale: float = 1.0,
     ):
         self.scenario = scenario
         self.lab = lab
@@ -119,7 +124,7 @@ class MediumServer:
         self.control_path = control_path
         self.ground_truth_path = ground_truth
         self.udp = udp
-        self.medium: Medium = medium_from_scenario(scenario)
+        self.medium: Medium = medium_from_scenario(scenario, airtime_scale=airtime_scale)
         for i in range(1, self.n + 1):
             self.medium.set_attached(i, False)  # until its radio says ATTACH
         self.addr_node: dict[Any, int] = {}
@@ -396,9 +401,13 @@ class MediumServer:
             unix = self._bind_unix()
             self._socks.append(unix)
             if self.udp:
-                u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                u.bind(self.udp)
+                family, sockaddr = self.udp
+                u = socket.socket(family, socket.SOCK_DGRAM)
                 self._socks.append(u)
+                try:
+                    u.bind(sockaddr)
+                except OSError as exc:
+                    raise UserError(f"--udp: cannot bind {sockaddr}: {exc.strerror}") from None
             for s in self._socks:
                 self._tune(s)
                 self.loop.add_reader(s.fileno(), self._on_readable, s)
@@ -415,7 +424,13 @@ class MediumServer:
             control_server = await asyncio.start_unix_server(
                 self._control_client, path=str(self.control_path)
             )
-            log.info("medium of lab %s: %d nodes on %s", self.lab, self.n, self.socket_path)
+            log.info(
+                "medium of lab %s: %d nodes on %s%s",
+                self.lab,
+                self.n,
+                self.socket_path,
+                f" and udp {self.udp[1]}" if self.udp else "",
+            )
             if ready is not None:
                 ready.set()
             await stop.wait()
@@ -440,6 +455,9 @@ class MediumServer:
 def server_from_args(args: argparse.Namespace) -> MediumServer:
     scenario = load_scenario(args.scenario, parse_set_args(args.set))
     lab = args.lab or lab_name(scenario, args.scenario)
+    airtime_scale = getattr(args, "airtime_scale", 1.0)
+    if not airtime_scale > 0:
+        raise UserError("--airtime-scale must be > 0")
     try:
         paths.check_lab_name(lab)
     except ValueError as exc:
@@ -451,6 +469,7 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         Path(args.control) if args.control else paths.medium_control_socket(lab),
         Path(args.ground_truth) if args.ground_truth else paths.ground_truth_log(lab),
         parse_hostport(args.udp) if args.udp else None,
+        airtime_scale,
     )
 
 
