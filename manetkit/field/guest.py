@@ -54,6 +54,7 @@ class Guest:
         self.phy: dict[int, str] = {}
         self.mac: dict[int, str] = {}
         self.procs: list[subprocess.Popen] = []
+        self.daemons: list[subprocess.Popen] = []
 
     # -- helpers -----------------------------------------------------------------------
     def sh(self, *argv: str, node: int | None = None, check: bool = True, timeout: float = 60):
@@ -194,18 +195,18 @@ class Guest:
             raise StepFailed(f"ping {addr(dst)} from node {src}: {done.stdout[-300:]}")
         return done.stdout.strip().splitlines()[-1]
 
-    def http(self, src: int, dst: int) -> dict:
-        root = Path(f"/tmp/www{dst}")
+    def http(self, src: int, dst: int, address=addr) -> dict:
+        root = Path(f"/tmp/www{dst}-{len(self.procs)}")
         root.mkdir(exist_ok=True)
         payload = os.urandom(64 * 1024)
         (root / "blob").write_bytes(payload)
         server = subprocess.Popen(
             ["ip", "netns", "exec", ns(dst), *self.python, "-m", "http.server", "8080",
-             "--bind", addr(dst), "--directory", str(root)],
+             "--bind", address(dst), "--directory", str(root)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         self.procs.append(server)
-        url = f"http://{addr(dst)}:8080/blob"
+        url = f"http://{address(dst)}:8080/blob"
         got = self.wait_for(
             f"HTTP GET {url}",
             lambda: self.sh("curl", "-sf", "--max-time", "10", "-o", "/tmp/got", url,
@@ -214,6 +215,7 @@ class Guest:
         )  # fmt: skip
         data = Path("/tmp/got").read_bytes()
         server.terminate()
+        server.wait()
         if hashlib.sha256(data).digest() != hashlib.sha256(payload).digest():
             raise StepFailed(f"HTTP body differs: {len(data)} of {len(payload)} bytes")
         return {"bytes": len(data), "ok": got}
@@ -253,6 +255,137 @@ class Guest:
         self.facts["rx_rssi"] = {"old": old, "new": new}
         return {"before_dbm": before, "after_dbm": after, "rx_rssi_change_db": new - old}
 
+    # -- the manetkit daemon ------------------------------------------------------------
+    def mesh(self, node: int) -> str:
+        return f"10.42.0.{node}"
+
+    def socket(self, node: int, protocol: str) -> str:
+        return f"/run/mkv-{protocol}-{node}.sock"
+
+    def status(self, node: int, protocol: str) -> dict | None:
+        from manetkit.daemon.statuscli import fetch
+        from manetkit.errors import UserError
+
+        try:
+            return fetch(self.socket(node, protocol))
+        except UserError:
+            return None
+
+    def daemons_up(self, protocol: str) -> dict:
+        for node in range(1, NODES + 1):
+            self.sh("ip", "addr", "flush", "dev", self.wlan[node], node=node)  # radio: no IP
+            conf = Path(f"/tmp/daemon-{protocol}-{node}.yaml")
+            conf.write_text(
+                f"address: {self.mesh(node)}\nprefix: 10.42.0.0/16\nprotocol: {protocol}\n"
+                f"radio_interface: {self.wlan[node]}\nlink_sensing:\n  backend: nl80211\n"
+                f"event_socket: {self.socket(node, protocol)}\nlog_level: info\n"
+            )
+            log = (RESULTS / f"daemon-{protocol}-{node}.log").open("w")
+            self.daemons.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns(node),
+                        *self.python,
+                        "-m",
+                        "manetkit.cli",
+                        "daemon",
+                        "--config",
+                        str(conf),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )  # fmt: skip
+            )
+
+        def neighbours_with_signal() -> dict | None:
+            sts = {n: self.status(n, protocol) for n in range(1, NODES + 1)}
+            self.facts[f"{protocol}-last-status"] = sts  # what the report shows on a timeout
+            for proc in self.daemons:
+                if proc.poll() is not None:
+                    raise StepFailed(f"a daemon exited with {proc.returncode} (see its log)")
+            want = {1: 1, 2: 2, 3: 1}
+            for n, st in sts.items():
+                if st is None:
+                    return None
+                seen = [x for x in st["neighbours"] if x["up"] and x["signal_dbm"] is not None]
+                if len(seen) < want[n]:
+                    return None
+            return sts
+
+        sts = self.wait_for("daemons up with neighbours and nl80211 signal",
+                            neighbours_with_signal, timeout=90, every=1)  # fmt: skip
+        return {n: [(x["address"], x["signal_dbm"]) for x in st["neighbours"]]
+                for n, st in sts.items()}  # fmt: skip
+
+    def status_cli(self, protocol: str) -> dict:
+        out = self.sh(*self.python, "-m", "manetkit.cli", "status", "--json", "--socket",
+                      self.socket(2, protocol)).stdout  # fmt: skip
+        st = json.loads(out)
+        by_addr = {x["address"]: x for x in st["neighbours"]}
+        for n in (1, 3):
+            row = by_addr.get(self.mesh(n))
+            if row is None or row["signal_dbm"] is None or row["mac"] != self.mac[n]:
+                raise StepFailed(f"status of node 2 lacks {self.mesh(n)} with a signal: {st}")
+        if st.get("link_sensing") != "nl80211":
+            raise StepFailed(f"link sensing is {st.get('link_sensing')!r}, not nl80211")
+        return {a: {"mac": r["mac"], "signal_dbm": r["signal_dbm"]} for a, r in by_addr.items()}
+
+    def mesh_ping(self) -> str:
+        done = self.wait_for(
+            "ping 1 -> 3 over the mesh",
+            lambda: (d := self.sh("ping", "-c", "3", "-i", "0.3", "-W", "3", self.mesh(3),
+                                  node=1, check=False)).returncode == 0 and d,
+            timeout=60, every=1,
+        )  # fmt: skip
+        return done.stdout.strip().splitlines()[-1]
+
+    def daemon_signal(self, protocol: str) -> dict:
+        """Node 2's daemon reports node 1's new signal after rx_rssi changes."""
+        rssi = DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi"
+        raw = int(rssi.read_text())
+        old = raw - (1 << 64 if raw >= 1 << 63 else 0)
+        new = old + 15 if old < -60 else old - 15
+
+        def signal_of_1() -> float | None:
+            st = self.status(2, protocol) or {"neighbours": []}
+            row = next((x for x in st["neighbours"] if x["address"] == self.mesh(1)), None)
+            return row["signal_dbm"] if row else None
+
+        before = self.wait_for("node 1's signal at node 2", signal_of_1, timeout=20)
+        rssi.write_text(f"{new & 0xFFFFFFFFFFFFFFFF}\n")
+        after = self.wait_for(
+            "node 1's changed signal in node 2's status",
+            lambda: (v := signal_of_1()) is not None and abs(v - (before + new - old)) <= 2 and v,
+            timeout=30, every=0.5,
+        )  # fmt: skip
+        return {"before_dbm": before, "after_dbm": after, "rx_rssi_change_db": new - old}
+
+    def daemons_down(self) -> str:
+        for proc in self.daemons:
+            proc.terminate()
+        codes = []
+        for proc in self.daemons:
+            try:
+                codes.append(proc.wait(timeout=20))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append("killed")
+        self.daemons.clear()
+        return f"exit codes {codes}"
+
+    def run_protocol(self, protocol: str) -> None:
+        self.step(f"{protocol}-daemons-up", self.daemons_up, protocol)
+        try:
+            self.step(f"{protocol}-status", self.status_cli, protocol)
+            self.step(f"{protocol}-ping-1-3", self.mesh_ping)
+            self.step(f"{protocol}-http-1-3", self.http, 1, 3, self.mesh)
+            self.step(f"{protocol}-signal", self.daemon_signal, protocol)
+        finally:
+            self.step(f"{protocol}-daemons-down", self.daemons_down)
+
     # -- run ---------------------------------------------------------------------------
     def run(self) -> dict:
         t0 = time.monotonic()
@@ -264,17 +397,20 @@ class Guest:
             if self.plan.get("record"):
                 self.step("record-samples", self.record_samples)
             self.step("nl80211-signal", self.nl80211_signal)
-            if self.plan["protocol"] == "static":
-                self.step("static-routes", self.static_routes)
-                self.step("ping-1-3", self.ping, 1, 3)
-                self.step("http-1-3", self.http, 1, 3)
+            for protocol in self.plan["protocols"]:
+                if protocol == "static":
+                    self.step("static-routes", self.static_routes)
+                    self.step("ping-1-3", self.ping, 1, 3)
+                    self.step("http-1-3", self.http, 1, 3)
+                else:
+                    self.run_protocol(protocol)
         except StepFailed:
             pass
         finally:
-            for p in self.procs:
+            for p in self.procs + self.daemons:
                 p.kill()
         return {
-            "protocol": self.plan["protocol"],
+            "protocols": self.plan["protocols"],
             "seconds": round(time.monotonic() - t0, 2),
             "steps": self.steps,
             "facts": self.facts,

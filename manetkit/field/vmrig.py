@@ -197,7 +197,7 @@ class RigResult:
 
 
 def run_rig(
-    protocol: str = "static",
+    protocols: tuple[str, ...] = ("static",),
     cache: Path = DEFAULT_CACHE,
     keep: Path | None = None,
     timeout: float = 300.0,
@@ -212,7 +212,7 @@ def run_rig(
     results = Path(tempfile.mkdtemp(prefix="manetkit-vm-"))
     try:
         plan = {
-            "protocol": protocol,
+            "protocols": list(protocols),
             "repo": str(REPO_ROOT),
             # -S: no site processing (.pth files, editable finders): Python starts in a
             # tenth of the time, which matters under TCG; PYTHONPATH names what it needs.
