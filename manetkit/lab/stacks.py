@@ -126,7 +126,7 @@ def daemon_spec(
     path = paths.node_dir(lab, node) / "daemon.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    argv = [sys.executable, "-m", "manetkit.cli", "daemon", "--config", str(path), "--lab", lab]
+    argv = [sys.executable, "-m", "manetkit.daemon", "--config", str(path), "--lab", lab]
     return ProcessSpec(
         f"daemon-{node}", argv, netns=paths.netns_name(lab, node), ready=_daemon_ready(lab, node)
     )

@@ -34,7 +34,11 @@ def test_defaults():
         ({"address": "10.42.0.1", "protocol": "olsr"}, "protocol", "'aodv', 'dsr' or 'static'"),
         ({"address": "10.42.0.1", "ethertype": "0x0800x"}, "ethertype", "not a number"),
         ({"address": "10.42.0.1", "ethertype": 5}, "ethertype", "greater than or equal"),
-        ({"address": "10.42.0.1", "send_buffer": {"packets": 0}}, "send_buffer.packets", "greater than or equal to 1"),
+        (
+            {"address": "10.42.0.1", "send_buffer": {"packets": 0}},
+            "send_buffer.packets",
+            "greater than or equal to 1",
+        ),
         ({"address": "10.42.0.1", "send_bufer": {}}, "send_bufer", "Extra inputs"),
         (
             {"address": "10.42.0.1", "link_sensing": {"hysteresis": {"missed_hellos": 1}}},
