@@ -206,6 +206,7 @@ class DaemonConfig(_Strict):
         for name, value in (
             ("send_buffer_packets", self.send_buffer.packets),
             ("send_buffer_timeout", self.send_buffer.timeout_s),
+            ("send_buffer_timeout_s", self.send_buffer.timeout_s),
         ):
             if name in known:
                 values.setdefault(name, value)
