@@ -52,6 +52,7 @@ def decode(frames: list[bytes], ethertype: int = ETHERTYPE) -> list[dict]:
                 "udp.check_checksum:TRUE",
                 "-T",
                 "json",
+                "--no-duplicate-keys",  # repeated fields (RERR destinations) become lists
             ],
             capture_output=True,
             text=True,
