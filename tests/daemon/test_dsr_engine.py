@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from manetkit.daemon.engines.dsr import DsrConfig, max_overhead
+from manetkit.daemon.engines.base import TxFailed
+from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine, max_overhead
+from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import (
     A,
@@ -242,7 +248,7 @@ def test_source_reroutes_own_packet_when_first_hop_fails():
 
 
 def test_request_backoff_is_exponential_and_capped():
-    sim = dsr_net(2, [(1, 2)], send_buffer_timeout=1000.0, max_request_rexmt=8)
+    sim = dsr_net(2, [(1, 2)], send_buffer_timeout_s=1000.0, max_request_rexmt=8)
     pkt = udp_packet(A(1), A(9))
     sim.send(A(1), pkt)
     sim.run(until=500)
@@ -382,15 +388,16 @@ def test_status_shape():
     assert st["protocol"] == "dsr" and st["address"] == "10.42.0.1"
     assert st["paths"][0]["path"] == ["10.42.0.1", "10.42.0.2", "10.42.0.3"]
     assert st["paths"][0]["hops"] == 2 and st["paths"][0]["age_s"] >= 0
-    assert st["counters"]["requests-sent"] == 2 and st["counters"]["sent"] == 1
+    assert st["paths"][0]["dst"] == "10.42.0.3" and st["paths"][0]["next_hop"] == "10.42.0.2"
+    assert sim.engines[A(2)].status()["counters"]["data-forwarded"] == 1
+    assert sim.engines[A(3)].status()["counters"]["data-delivered"] == 1
+    assert st["counters"]["requests-sent"] == 2 and st["counters"]["data-sent"] == 1
     assert isinstance(st["request_table"], dict)
-    import json
-
     json.dumps(st)
 
 
 def test_route_cache_timeout():
-    sim = dsr_net(3, chain_links(3), route_cache_timeout=5.0)
+    sim = dsr_net(3, chain_links(3), route_cache_timeout_s=5.0)
     sim.send(A(1), udp_packet(A(1), A(3)))
     sim.run(duration=1.0)
     assert paths(sim, 1)
@@ -401,22 +408,28 @@ def test_route_cache_timeout():
 def test_config_refuses_bad_values_naming_the_field():
     with pytest.raises(ValidationError, match="max_salvage_count"):
         DsrConfig(max_salvage_count=16)
-    with pytest.raises(ValidationError, match="request_period"):
-        DsrConfig(request_period=20.0)
+    with pytest.raises(ValidationError, match="request_period_ms"):
+        DsrConfig(request_period_ms=20_000)
     with pytest.raises(ValidationError, match="cache_reply"):
         DsrConfig(cache_reply=True)  # typo: unknown fields are refused
     cfg = DsrConfig()
-    assert (cfg.discovery_hop_limit, cfg.broadcast_jitter, cfg.route_cache_timeout) == (
+    assert (cfg.discovery_hop_limit, cfg.broadcast_jitter_ms, cfg.route_cache_timeout_s) == (
         255,
-        0.01,
+        10,
         300,
     )
-    assert (cfg.send_buffer_timeout, cfg.max_request_period, cfg.request_period) == (30, 10, 0.5)
-    assert (cfg.nonprop_request_timeout, cfg.max_salvage_count, cfg.grat_reply_holdoff) == (
-        0.03,
+    assert (cfg.send_buffer_timeout_s, cfg.max_request_period_s, cfg.request_period_ms) == (
+        30,
+        10,
+        500,
+    )
+    assert (cfg.nonprop_request_timeout_ms, cfg.max_salvage_count, cfg.grat_reply_holdoff_s) == (
+        30,
         15,
         1,
     )
+    assert (cfg.request_table_size, cfg.request_table_ids, cfg.max_request_rexmt) == (64, 16, 16)
+    assert (cfg.rexmt_buffer_size, cfg.max_maint_rexmt) == (50, 2)
     assert cfg.cache_replies is False and cfg.salvage and cfg.gratuitous_replies
 
 
@@ -427,3 +440,57 @@ def test_max_overhead_fits_the_longest_route():
     hops = tuple(A(10 + i) for i in range(n))
     out = dsr.add_header(pkt, [dsr.SourceRoute(hops, n - 1, salvage=3)])
     assert len(out) - len(pkt) == max_overhead(n)
+
+
+_addr_st = st.sampled_from([A(i) for i in range(1, 6)])
+_opt_st = st.one_of(
+    st.builds(
+        dsr.RouteRequest, st.integers(0, 3), _addr_st, st.lists(_addr_st, max_size=4).map(tuple)
+    ),
+    st.builds(dsr.RouteReply, st.lists(_addr_st, max_size=4).map(tuple)),
+    st.builds(dsr.RouteError.node_unreachable, _addr_st, _addr_st, _addr_st, st.integers(0, 15)),
+    st.lists(_addr_st, max_size=4).flatmap(
+        lambda a: st.builds(
+            dsr.SourceRoute, st.just(tuple(a)), st.integers(0, len(a)), st.integers(0, 15)
+        )
+    ),
+    st.builds(dsr.UnknownOption, st.sampled_from([5, 0x45, 0x85, 0xC5]), st.binary(max_size=4)),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    frames=st.lists(
+        st.tuples(
+            _addr_st,
+            _addr_st,
+            st.lists(_opt_st, max_size=3),
+            st.sampled_from([6, 17, 59]),
+            st.integers(1, 3),
+            st.sampled_from(["rx", "txfail", "local"]),
+        ),
+        max_size=8,
+    ),
+    garbage=st.binary(max_size=60),
+)
+def test_engine_never_raises_on_arbitrary_input(frames, garbage):
+    eng = DsrEngine(A(3), DsrConfig(seed=0), NeighbourTable())
+    now = 0.0
+    eng.receive_frame(now, garbage, b"\x02" * 6)
+    for src, dst, opts, nh, ttl, how in frames:
+        now += 0.01
+        try:
+            pkt = dsr.encapsulate(dsr.IPFields(src, dst, ttl=ttl), opts, nh, b"\x00" * 20)
+        except ValueError:
+            continue
+        if how == "rx":
+            eng.receive_frame(now, pkt, b"\x02\x00" + src.packed, -50.0)
+        elif how == "txfail":
+            eng.link_event(now, TxFailed(dst, pkt))
+        else:
+            eng.send_local(now, ipv4.build(A(3), dst, nh, b"\x00" * 20, ttl=ttl))
+        if (t := eng.get_timer()) is not None and t <= now + 1:
+            eng.handle_timer(t)
+        while eng.next_action() is not None:
+            pass
+    json.dumps(eng.status())

@@ -62,30 +62,31 @@ from manetkit.daemon.wire import dsr, ipv4
 
 BROADCAST = IPv4Address("255.255.255.255")
 _BCAST_PACKED = BROADCAST.packed
-_SNOOP_REFRESH = 1.0  # s: how often the same source route is re-learnt on the hot path
+_HOT_REFRESH = 0.1  # s: how often one route's neighbour/cache learning is redone
 
 
 class DsrConfig(BaseModel):
-    """DSR settings (YAML ``dsr:``). Times in seconds. Defaults: RFC 4728 section 9."""
+    """DSR settings (YAML ``dsr:``). Defaults: RFC 4728 section 9; units in the names."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     discovery_hop_limit: int = Field(
         255, ge=1, le=255, description="IP TTL of propagating Route Requests (DiscoveryHopLimit)"
     )
-    broadcast_jitter: float = Field(
-        0.010,
+    broadcast_jitter_ms: float = Field(
+        10.0,
         ge=0,
-        le=1,
-        description="max random delay before rebroadcasting a Route Request (BroadcastJitter)",
+        le=1000,
+        description="max random delay before rebroadcasting a request (BroadcastJitter)",
     )
-    route_cache_timeout: float = Field(
+    route_cache_timeout_s: float = Field(
         300.0, gt=0, description="a cached path unused this long is forgotten (RouteCacheTimeout)"
     )
-    send_buffer_timeout: float = Field(
-        30.0,
-        gt=0,
-        description="a packet waits this long for a route, then is dropped (SendBufferTimeout)",
+    send_buffer_timeout_s: float = Field(
+        30.0, gt=0, le=3600, description="a packet waits this long for a route (SendBufferTimeout)"
+    )
+    send_buffer_packets: int = Field(
+        64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
     )
     request_table_size: int = Field(
         64, ge=1, description="initiators remembered in the Route Request Table (RequestTableSize)"
@@ -96,39 +97,35 @@ class DsrConfig(BaseModel):
     max_request_rexmt: int = Field(
         16,
         ge=0,
-        description="propagating Route Request retransmissions before giving up (MaxRequestRexmt)",
+        description="propagating request retransmissions before giving up (MaxRequestRexmt)",
     )
-    max_request_period: float = Field(
+    max_request_period_s: float = Field(
         10.0, gt=0, description="cap of the exponential request back-off (MaxRequestPeriod)"
     )
-    request_period: float = Field(
-        0.5,
+    request_period_ms: float = Field(
+        500.0,
         gt=0,
         description="first back-off interval between propagating requests (RequestPeriod)",
     )
-    nonprop_request_timeout: float = Field(
-        0.030, gt=0, description="wait for a reply to the ring-0 request (NonpropRequestTimeout)"
+    nonprop_request_timeout_ms: float = Field(
+        30.0, gt=0, description="wait for a reply to the ring-0 request (NonpropRequestTimeout)"
     )
     rexmt_buffer_size: int = Field(
-        50,
-        ge=1,
-        description="accepted for RFC completeness; network-layer ACKs are not used (RexmtBufferSize)",
+        50, ge=1, description="RexmtBufferSize; unused: 802.11 feedback replaces network-layer ACKs"
     )
     max_maint_rexmt: int = Field(
-        2,
-        ge=0,
-        description="accepted for RFC completeness; network-layer ACKs are not used (MaxMaintRexmt)",
+        2, ge=0, description="MaxMaintRexmt; unused: 802.11 feedback replaces network-layer ACKs"
     )
     max_salvage_count: int = Field(
         15,
         ge=0,
         le=15,
-        description="times one packet may be salvaged (MaxSalvageCount, 4-bit field)",
+        description="times one packet may be salvaged (MaxSalvageCount; 4-bit field)",
     )
-    grat_reply_holdoff: float = Field(
+    grat_reply_holdoff_s: float = Field(
         1.0,
         ge=0,
-        description="min time between gratuitous replies for one (source, transmitter) (GratReplyHoldoff)",
+        description="min gap between gratuitous replies per (source, transmitter) (GratReplyHoldoff)",
     )
     cache_replies: bool = Field(
         False,
@@ -144,9 +141,6 @@ class DsrConfig(BaseModel):
     max_route_length: int = Field(
         16, ge=1, le=63, description="longest route in hops; the TUN MTU leaves room for it"
     )
-    send_buffer_packets: int = Field(
-        64, ge=1, description="packets the send buffer holds across all destinations"
-    )
     route_cache_size: int = Field(
         64, ge=1, description="paths the route cache holds (least recently used evicted)"
     )
@@ -156,10 +150,10 @@ class DsrConfig(BaseModel):
 
     @model_validator(mode="after")
     def _periods(self) -> DsrConfig:
-        if self.request_period > self.max_request_period:
+        if self.request_period_ms / 1000 > self.max_request_period_s:
             raise ValueError(
-                f"request_period {self.request_period} exceeds max_request_period "
-                f"{self.max_request_period}"
+                f"request_period_ms {self.request_period_ms} exceeds max_request_period_s "
+                f"{self.max_request_period_s}"
             )
         return self
 
@@ -197,8 +191,8 @@ class DsrEngine(RoutingEngine):
         self.address = address
         self.config = cfg = config or DsrConfig()
         self.neighbours = neighbours if neighbours is not None else NeighbourTable()
-        self.cache = RouteCache(address, cfg.route_cache_timeout, cfg.route_cache_size)
-        self.send_buffer = SendBuffer(cfg.send_buffer_packets, cfg.send_buffer_timeout)
+        self.cache = RouteCache(address, cfg.route_cache_timeout_s, cfg.route_cache_size)
+        self.send_buffer = SendBuffer(cfg.send_buffer_packets, cfg.send_buffer_timeout_s)
         self.counters: Counter[str] = Counter()
         self._me = address.packed
         self._rng = random.Random(cfg.seed)
@@ -209,9 +203,11 @@ class DsrEngine(RoutingEngine):
         self._next_id = self._rng.randrange(0x10000)
         self._grat_sent: dict[tuple[IPv4Address, IPv4Address], float] = {}
         self._down: set[IPv4Address] = set()
-        self._snooped: dict[bytes, float] = {}
+        self._hot: dict[bytes, tuple[float, IPv4Address | None]] = {}
+        self._out: dict[bytes, tuple[int, float, IPv4Address, bytes]] = {}
         self._addr_cache: dict[bytes, IPv4Address] = {}
         self._now = 0.0
+        self.last_malformed = ""  # why the last malformed packet was refused (debugging)
         # A conservative deadline for the route cache's expiry: paths only ever expire
         # later than computed (use refreshes them), so get_timer stays O(1).
         self._cache_check: float | None = None
@@ -243,7 +239,25 @@ class DsrEngine(RoutingEngine):
     ) -> None:
         self._now = now
         try:
-            self._receive(now, packet, src_mac, rssi_dbm)
+            # Checks and offsets read in place: this is the per-packet hot path.
+            if len(packet) < 20 or packet[0] >> 4 != 4:
+                raise ipv4.MalformedPacket("not an IPv4 packet")
+            ihl = (packet[0] & 0x0F) * 4
+            total = (packet[2] << 8) | packet[3]
+            if ihl < 20 or total < ihl + dsr.HEADER_LEN or total > len(packet):
+                raise ipv4.MalformedPacket(f"bad IPv4 lengths (ihl {ihl}, total {total})")
+            if packet[9] != ipv4.PROTO_DSR:
+                self._drop("not-dsr", packet)
+                return
+            o = ihl + dsr.HEADER_LEN
+            plen = (packet[ihl + 2] << 8) | packet[ihl + 3]
+            if o + plen > total:
+                raise dsr.MalformedDsr(f"DSR payload length {plen} runs past the packet")
+            if plen >= 4 and packet[o] == dsr.OPT_SRCRT and packet[o + 1] + 2 == plen:
+                # A data packet whose only option is the Source Route.
+                self._source_routed(now, bytes(packet), ihl, o, total, src_mac, rssi_dbm, False)
+            else:
+                self._control(now, packet, src_mac, rssi_dbm)
         except (ValueError, IndexError, struct.error) as e:  # MalformedPacket is a ValueError
             self.counters["malformed"] += 1
             self.last_malformed = str(e)
@@ -251,6 +265,18 @@ class DsrEngine(RoutingEngine):
 
     def send_local(self, now: float, packet: bytes) -> None:
         self._now = now
+        # Hot path: a destination we sent to within _HOT_REFRESH, cache unchanged since.
+        hint = self._out.get(packet[16:20])
+        if (
+            hint is not None
+            and hint[0] == self.cache.generation
+            and now - hint[1] < _HOT_REFRESH
+            and packet[0] == 0x45
+            and ((packet[2] << 8) | packet[3]) <= len(packet)
+        ):
+            self.counters["data-originated"] += 1
+            self._originate(packet, hint[3], hint[2])
+            return
         try:
             hdr = ipv4.parse(packet)
         except ipv4.MalformedPacket as e:
@@ -262,10 +288,13 @@ class DsrEngine(RoutingEngine):
         if dst.is_multicast or dst == BROADCAST or dst == self.address:
             self._drop("unroutable", packet)
             return
-        self.counters["originated"] += 1
+        self.counters["data-originated"] += 1
         route = self.cache.lookup(now, dst)
         if route is not None:
-            self._send_data(packet, route)
+            sr = self._send_data(packet, route)
+            if len(self._out) > 1024:
+                self._out.clear()
+            self._out[dst.packed] = (self.cache.generation, now, route[1], sr)
             return
         self.send_buffer.add(now, dst, bytes(packet))
         self._drain_buffer_drops()
@@ -310,32 +339,10 @@ class DsrEngine(RoutingEngine):
         return t
 
     # ------------------------------------------------------------------ receive path
-    def _receive(
-        self, now: float, packet: bytes, src_mac: bytes | None, rssi: float | None
-    ) -> None:
-        if len(packet) < 20 or packet[0] >> 4 != 4:
-            raise ipv4.MalformedPacket("not an IPv4 packet")
-        ihl = (packet[0] & 0x0F) * 4
-        total = (packet[2] << 8) | packet[3]
-        if ihl < 20 or total < ihl + dsr.HEADER_LEN or total > len(packet):
-            raise ipv4.MalformedPacket(f"bad IPv4 lengths (ihl {ihl}, total {total})")
-        if packet[9] != ipv4.PROTO_DSR:
-            self._drop("not-dsr", packet)
-            return
-        o = ihl + dsr.HEADER_LEN
-        plen = (packet[ihl + 2] << 8) | packet[ihl + 3]
-        if o + plen > total:
-            raise dsr.MalformedDsr(f"DSR payload length {plen} runs past the packet")
-        # Hot path: a data packet whose only option is the Source Route.
-        if plen >= 4 and packet[o] == dsr.OPT_SRCRT and packet[o + 1] + 2 == plen:
-            self._source_routed(now, bytearray(packet), ihl, o, total, src_mac, rssi, control=False)
-            return
-        self._control(now, packet, src_mac, rssi)
-
     def _source_routed(
         self,
         now: float,
-        buf: bytearray,
+        packet: bytes,
         ihl: int,
         o: int,
         total: int,
@@ -343,60 +350,90 @@ class DsrEngine(RoutingEngine):
         rssi: float | None,
         control: bool,
     ) -> None:
-        """Forward or deliver by the Source Route option at ``o`` (RFC 4728 8.1.4)."""
-        olen = buf[o + 1]
-        n, rem = divmod(olen - 2, 4)
-        if olen < 2 or rem:
+        """Forward or deliver by the Source Route option at ``o`` (RFC 4728 8.1.4).
+
+        Reads the few bytes it needs in place; what depends only on the route (the
+        next hop, neighbour and cache learning) is memoised per (route, sender MAC) and
+        refreshed every ``_HOT_REFRESH`` seconds.
+        """
+        olen = packet[o + 1]
+        n4 = olen - 2
+        if n4 < 0 or n4 & 3:
             raise dsr.MalformedDsr(f"source route option length {olen}")
-        sl = buf[o + 3] & 0x3F
-        salvage = ((buf[o + 2] & 0x03) << 2) | (buf[o + 3] >> 6)
-        if sl > n:
-            raise dsr.MalformedDsr(f"segments left {sl} exceeds the {n} addresses")
+        b3 = packet[o + 3]
+        sl = b3 & 0x3F
+        if sl > n4 >> 2:
+            raise dsr.MalformedDsr(f"segments left {sl} exceeds the {n4 >> 2} addresses")
         a0 = o + 4
-        idx = n - sl  # this receiver's position in the address list (n = the destination)
-        me = self._me
-        dst_b = bytes(buf[16:20])
-        intended = dst_b if sl == 0 else bytes(buf[a0 + 4 * idx : a0 + 4 * idx + 4])
-        if intended != me:
-            self._overheard(now, buf, a0, n, idx, salvage)
+        pos = a0 + n4 - 4 * sl  # where this receiver's address sits (a0 + n4: the IP dst)
+        if (packet[pos : pos + 4] if sl else packet[16:20]) != self._me:
+            self._overheard(now, packet, o)
             return
-        prev = bytes(buf[a0 + 4 * idx - 4 : a0 + 4 * idx]) if idx > 0 else bytes(buf[12:16])
-        if src_mac is not None and (idx > 0 or salvage == 0):
-            self.neighbours.learn(now, self._addr(prev), src_mac, rssi)
-        key = bytes(buf[12:20]) + bytes(buf[a0 : a0 + 4 * n]) + bytes((salvage > 0,))
-        last = self._snooped.get(key)
-        if last is None or now - last >= _SNOOP_REFRESH:
-            if len(self._snooped) > 1024:
-                self._snooped.clear()
-            self._snooped[key] = now
-            self._learn_traversed(now, buf, a0, n, salvage)
-        if sl == 0:
-            self._deliver(buf, control)
+        key = packet[12:20] + packet[o + 2 : a0 + n4] + (src_mac or b"")
+        hot = self._hot.get(key)
+        if hot is None or now - hot[0] >= _HOT_REFRESH:
+            hot = self._learn_from_route(now, packet, o, pos, sl, src_mac, rssi)
+            if len(self._hot) > 1024:
+                self._hot.clear()
+            self._hot[key] = hot
+        if not sl:
+            self._deliver(packet, ihl, total, control)
             return
-        # Forward: the next address, or the destination after the last one.
-        buf[o + 3] = (buf[o + 3] & 0xC0) | (sl - 1)
-        nxt = bytes(buf[a0 + 4 * idx + 4 : a0 + 4 * idx + 8]) if idx + 1 < n else dst_b
+        buf = bytearray(packet[:total])
+        buf[o + 3] = b3 - 1  # Segments Left is the low 6 bits and is >= 1 here
         if ipv4.decrement_ttl(buf) == 0:
             self._drop("ttl-expired", buf)
             return
-        self.counters["forwarded"] += 1
-        self._emit(SendFrame(self._addr(nxt), bytes(buf[:total])))
+        self.counters["control-forwarded" if control else "data-forwarded"] += 1
+        self._actions.append(SendFrame(hot[1], bytes(buf)))
 
-    def _deliver(self, buf: bytes | bytearray, control: bool) -> None:
-        ihl = (buf[0] & 0x0F) * 4
-        if buf[ihl] == dsr.NO_NEXT_HEADER:
+    def _learn_from_route(
+        self,
+        now: float,
+        packet: bytes,
+        o: int,
+        pos: int,
+        sl: int,
+        src_mac: bytes | None,
+        rssi: float | None,
+    ) -> tuple[float, IPv4Address | None]:
+        """Neighbour and route-cache learning from a source-routed packet we received;
+        returns (now, next hop)."""
+        a0 = o + 4
+        n = (packet[o + 1] - 2) >> 2
+        salvage = ((packet[o + 2] & 0x03) << 2) | (packet[o + 3] >> 6)
+        if pos > a0:
+            prev: bytes | None = packet[pos - 4 : pos]
+        else:
+            prev = packet[12:16] if salvage == 0 else None
+        if src_mac is not None and prev is not None:
+            self.neighbours.learn(now, self._addr(prev), src_mac, rssi)
+        addrs = [packet[a0 + 4 * i : a0 + 4 * i + 4] for i in range(n)]
+        full = ([packet[12:16]] if salvage == 0 else []) + addrs + [packet[16:20]]
+        self._learn_around(now, [self._addr(a) for a in full])
+        if not sl:
+            return now, None
+        return now, self._addr(packet[pos + 4 : pos + 8] if sl > 1 else packet[16:20])
+
+    def _deliver(self, packet: bytes, ihl: int, total: int, control: bool) -> None:
+        """Strip the DSR header and hand the original packet up (RFC 4728 8.1.4)."""
+        nh = packet[ihl]
+        if nh == dsr.NO_NEXT_HEADER:
             if not control:
                 self.counters["empty-delivered"] += 1
             return
-        self.counters["delivered"] += 1
-        self._emit(Deliver(dsr.strip(buf)))
-
-    def _learn_traversed(
-        self, now: float, buf: bytes | bytearray, a0: int, n: int, salvage: int
-    ) -> None:
-        addrs = [bytes(buf[a0 + 4 * i : a0 + 4 * i + 4]) for i in range(n)]
-        full = ([bytes(buf[12:16])] if salvage == 0 else []) + addrs + [bytes(buf[16:20])]
-        self._learn_around(now, [self._addr(a) for a in full])
+        end = ihl + dsr.HEADER_LEN + ((packet[ihl + 2] << 8) | packet[ihl + 3])
+        head = bytearray(packet[:ihl])
+        length = ihl + total - end
+        head[2] = length >> 8
+        head[3] = length & 0xFF
+        head[9] = nh
+        head[10] = head[11] = 0
+        c = ipv4.checksum(head)
+        head[10] = c >> 8
+        head[11] = c & 0xFF
+        self.counters["data-delivered"] += 1
+        self._actions.append(Deliver(bytes(head) + packet[end:total]))
 
     def _learn_around(self, now: float, full: list[IPv4Address]) -> None:
         """Cache both directions from this node along a route it is on (links are
@@ -413,7 +450,7 @@ class DsrEngine(RoutingEngine):
             return
         if not self.cache.add(now, path):
             return
-        expiry = now + self.config.route_cache_timeout
+        expiry = now + self.config.route_cache_timeout_s
         if self._cache_check is None or expiry < self._cache_check:
             self._cache_check = expiry
         for node in path[1:]:
@@ -478,14 +515,16 @@ class DsrEngine(RoutingEngine):
                 self._learn_around(now, [ip.dst, *opt.addresses])
         sr = hdr.first(dsr.SourceRoute)
         if sr is not None:
-            self._source_routed(now, buf, ip.ihl, sr.offset, ip.total_length, src_mac, rssi, True)
+            self._source_routed(
+                now, bytes(buf), ip.ihl, sr.offset, ip.total_length, src_mac, rssi, True
+            )
             return
         if ip.dst == self.address:
             # A one-hop control packet without a Source Route (other implementations).
             if src_mac is not None:
                 self.neighbours.learn(now, ip.src, src_mac, rssi)
             self._learn(now, (self.address, ip.src))
-            self._deliver(buf, control=True)
+            self._deliver(bytes(buf), ip.ihl, ip.total_length, control=True)
             return
         self._drop("no-source-route", packet)
 
@@ -540,7 +579,7 @@ class DsrEngine(RoutingEngine):
             [dsr.RouteRequest(rreq.ident, rreq.target, (*addrs, self.address))],
             dsr.NO_NEXT_HEADER,
         )
-        delay = self._rng.uniform(0, self.config.broadcast_jitter)
+        delay = self._rng.uniform(0, self.config.broadcast_jitter_ms / 1000)
         self._schedule(now + delay, _TIMER_BCAST, fwd)
 
     def _remember_request(self, init: IPv4Address, ident: int) -> None:
@@ -572,11 +611,13 @@ class DsrEngine(RoutingEngine):
         self.counters["replies-sent"] += 1
         self._emit(SendFrame(back[0] if back else to, pkt))
 
-    def _overheard(
-        self, now: float, buf: bytearray, a0: int, n: int, idx: int, salvage: int
-    ) -> None:
+    def _overheard(self, now: float, buf: bytes, o: int) -> None:
         """A frame whose source route names another receiver (RFC 4728 8.4.4)."""
         self.counters["overheard"] += 1
+        a0 = o + 4
+        n = (buf[o + 1] - 2) >> 2
+        idx = n - (buf[o + 3] & 0x3F)
+        salvage = ((buf[o + 2] & 0x03) << 2) | (buf[o + 3] >> 6)
         if not self.config.gratuitous_replies or salvage:
             return
         addrs = [bytes(buf[a0 + 4 * i : a0 + 4 * i + 4]) for i in range(n)]
@@ -588,9 +629,11 @@ class DsrEngine(RoutingEngine):
             return  # not later in the route than the next hop: nothing to shorten
         src, transmitter = self._addr(full[0]), self._addr(full[idx])
         last = self._grat_sent.get((src, transmitter))
-        if last is not None and now - last < self.config.grat_reply_holdoff:
+        if last is not None and now - last < self.config.grat_reply_holdoff_s:
             self.counters["grat-reply-holdoff"] += 1
             return
+        if len(self._grat_sent) > 1024:
+            self._grat_sent.clear()
         self._grat_sent[(src, transmitter)] = now
         short = [self._addr(a) for a in full[: idx + 1] + full[j:]]
         self._learn_around(now, short)
@@ -603,7 +646,7 @@ class DsrEngine(RoutingEngine):
     def _start_discovery(self, now: float, target: IPv4Address) -> None:
         d = self._discoveries[target] = _Discovery(target, now)
         self._send_request(d, ttl=1)  # ring 0: neighbours only (8.2.1)
-        d.next_at = now + self.config.nonprop_request_timeout
+        d.next_at = now + self.config.nonprop_request_timeout_ms / 1000
         self._schedule(d.next_at, _TIMER_DISCOVERY, target)
 
     def _send_request(self, d: _Discovery, ttl: int) -> None:
@@ -630,18 +673,44 @@ class DsrEngine(RoutingEngine):
             self._drain_buffer_drops()
             return
         self._send_request(d, ttl=cfg.discovery_hop_limit)
-        backoff = min(cfg.request_period * (2**d.attempts), cfg.max_request_period)
+        backoff = min(cfg.request_period_ms / 1000 * (2**d.attempts), cfg.max_request_period_s)
         d.attempts += 1
         d.next_at = now + backoff
         self._schedule(d.next_at, _TIMER_DISCOVERY, d.target)
 
     # ------------------------------------------------------------------ sending data
-    def _send_data(self, packet: bytes, route: Path, salvage: int = 0) -> None:
-        """Source a packet along ``route`` (route[0] is this node; RFC 4728 8.1.3)."""
-        hops = route[1:-1]
-        out = dsr.add_header(packet, [dsr.SourceRoute(hops, len(hops), salvage)])
-        self.counters["sent"] += 1
-        self._emit(SendFrame(route[1], out))
+    def _send_data(self, packet: bytes, route: Path, salvage: int = 0) -> bytes:
+        """Source a packet along ``route`` (route[0] is this node; RFC 4728 8.1.3).
+
+        With ``salvage`` > 0 this node is the salvager and ``route``'s own first address
+        is listed too (8.4.3). Returns the Source Route option's bytes.
+        """
+        if salvage:
+            hops = route[:-1]
+            sr = dsr.pack_option(dsr.SourceRoute(hops, len(hops) - 1, salvage))
+        else:
+            hops = route[1:-1]
+            sr = dsr.pack_option(dsr.SourceRoute(hops, len(hops)))
+        self._originate(packet, sr, route[1])
+        return sr
+
+    def _originate(self, packet: bytes, sr: bytes, next_hop: IPv4Address) -> None:
+        """Insert a DSR header with the Source Route option ``sr`` (IP fields kept)."""
+        ihl = (packet[0] & 0x0F) * 4
+        total = (packet[2] << 8) | packet[3]
+        head = bytearray(packet[:ihl])
+        length = total + dsr.HEADER_LEN + len(sr)
+        head[2] = length >> 8
+        head[3] = length & 0xFF
+        proto = head[9]
+        head[9] = ipv4.PROTO_DSR
+        head[10] = head[11] = 0
+        c = ipv4.checksum(head)
+        head[10] = c >> 8
+        head[11] = c & 0xFF
+        dsr_hdr = bytes((proto, 0, len(sr) >> 8, len(sr) & 0xFF))
+        self.counters["data-sent"] += 1
+        self._actions.append(SendFrame(next_hop, bytes(head) + dsr_hdr + sr + packet[ihl:total]))
 
     # ------------------------------------------------------------------ maintenance
     def _link_broken(self, now: float, neighbour: IPv4Address, packet: bytes | None) -> None:
@@ -692,7 +761,7 @@ class DsrEngine(RoutingEngine):
         sr = hdr.first(dsr.SourceRoute)
         salvage = sr.option.salvage if sr is not None else 0
         is_error = bool(hdr.find(dsr.RouteError))
-        if ip.src == self.address and salvage == 0:
+        if ip.src == self.address:
             if hdr.next_header == dsr.NO_NEXT_HEADER:
                 self._drop("link-broken", packet)
                 return
@@ -712,10 +781,8 @@ class DsrEngine(RoutingEngine):
             route = self.cache.lookup(now, ip.dst)
             if route is not None:
                 # 8.4.3: this node becomes Address[1] of the new route.
-                hops = (self.address, *route[1:-1])
-                out = dsr.add_header(inner, [dsr.SourceRoute(hops, len(hops) - 1, salvage + 1)])
                 self.counters["salvaged"] += 1
-                self._emit(SendFrame(route[1], out))
+                self._send_data(inner, route, salvage + 1)
                 return
         self._drop("link-broken", packet)
 
@@ -769,8 +836,10 @@ class DsrEngine(RoutingEngine):
             "address": str(self.address),
             "paths": [
                 {
-                    "path": [str(a) for a in e.path],
+                    "dst": str(e.path[-1]),
+                    "next_hop": str(e.path[1]),
                     "hops": len(e.path) - 1,
+                    "path": [str(a) for a in e.path],
                     "age_s": round(now - e.added, 3),
                     "idle_s": round(now - e.used, 3),
                 }

@@ -34,6 +34,7 @@ class RouteCache:
         self.timeout = timeout
         self.capacity = capacity
         self._paths: dict[Path, CachedPath] = {}
+        self.generation = 0  # bumped on every change, so users may memoise lookups
 
     def __len__(self) -> int:
         return len(self._paths)
@@ -54,6 +55,7 @@ class RouteCache:
         for q in [q for q in self._paths if p[: len(q)] == q]:
             del self._paths[q]
         self._paths[p] = CachedPath(p, now, now)
+        self.generation += 1
         if len(self._paths) > self.capacity:
             oldest = min(self._paths.values(), key=lambda e: e.used)
             del self._paths[oldest.path]
@@ -63,6 +65,8 @@ class RouteCache:
         gone = [p for p, e in self._paths.items() if now - e.used >= self.timeout]
         for p in gone:
             del self._paths[p]
+        if gone:
+            self.generation += 1
         return gone
 
     def next_expiry(self) -> float | None:
@@ -76,6 +80,8 @@ class RouteCache:
 
         ``avoid`` excludes routes that use that link (either direction), for salvaging.
         """
+        if dst == self.me:
+            return None
         best: tuple[int, float, Path, CachedPath] | None = None
         for p, e in self._paths.items():
             if now - e.used >= self.timeout:
@@ -107,6 +113,7 @@ class RouteCache:
             if i is None:
                 continue
             cut.append(p)
+            self.generation += 1
             entry = self._paths.pop(p)
             prefix = p[: i + 1]
             if len(prefix) >= 2 and not any(q[: len(prefix)] == prefix for q in self._paths):
