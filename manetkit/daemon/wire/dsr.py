@@ -120,7 +120,9 @@ class SourceRoute:
     the air, the receiver included: the source sends with ``len(addresses)``, the node at
     ``addresses[i]`` receives ``len(addresses) - i`` and the destination receives 0.
     When ``salvage`` is 0 the route starts at the IP source; a salvaging node puts its
-    own address first (8.4.3), so then the route starts at ``addresses[0]``.
+    own address first (8.4.3), so then the route starts at ``addresses[0]`` and the
+    salvager sends ``len(addresses) - 1`` (8.4.3's text says ``n``, which with 8.1.4's
+    processing would make ``addresses[1]`` forward to itself).
     """
 
     addresses: tuple[Address, ...]
