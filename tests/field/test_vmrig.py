@@ -22,7 +22,7 @@ def steps_of(result) -> dict[str, dict]:
 
 @pytest.mark.timeout(600)
 def test_static_chain_over_hwsim_ibss():
-    result = run_rig(protocol="static", timeout=420)
+    result = run_rig(protocols=("static",), timeout=420)
     steps = steps_of(result)
     assert result.ok, result.report or result.console[-3000:]
     # 1 and 3 are out of each other's range; 2 hears both (group bitmasks)
