@@ -494,3 +494,84 @@ def test_engine_never_raises_on_arbitrary_input(frames, garbage):
         while eng.next_action() is not None:
             pass
     json.dumps(eng.status())
+
+
+@st.composite
+def connected_graphs(draw):
+    """A random connected graph on nodes 1..n: a random tree plus extra edges."""
+    n = draw(st.integers(2, 8))
+    edges = {(draw(st.integers(1, i - 1)), i) for i in range(2, n + 1)}
+    extra = draw(st.lists(st.tuples(st.integers(1, n), st.integers(1, n)), max_size=n))
+    edges |= {(min(a, b), max(a, b)) for a, b in extra if a != b}
+    return n, sorted(edges)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    graph=connected_graphs(),
+    pairs=st.lists(st.tuples(st.integers(1, 8), st.integers(1, 8)), min_size=1, max_size=4),
+)
+def test_every_packet_delivered_exactly_once_on_random_static_graphs(graph, pairs):
+    n, edges = graph
+    sim = dsr_net(n, edges)
+    sent: dict[int, list[bytes]] = {}
+    k = 0
+    for s, d in pairs:
+        s, d = (s - 1) % n + 1, (d - 1) % n + 1
+        if s == d:
+            continue
+        for _ in range(2):
+            k += 1
+            sim.send(A(s), udp_packet(A(s), A(d), b"%d" % k, ident=k))
+            sent.setdefault(d, []).append(b"%d" % k)
+    sim.run(duration=5.0)
+    for d, payloads in sent.items():
+        got = sorted(p[28:] for p in sim.delivered[A(d)])
+        assert got == sorted(payloads), (edges, pairs)
+    for i in range(1, n + 1):
+        for path in paths(sim, i):
+            assert len(set(path)) == len(path)  # cached routes are loop-free
+            assert all(
+                (min(a, b), max(a, b)) in edges for a, b in zip(path, path[1:], strict=False)
+            )
+
+
+def _connected(n: int, edges: set[tuple[int, int]]) -> bool:
+    seen, todo = {1}, [1]
+    while todo:
+        x = todo.pop()
+        for a, b in edges:
+            for u, v in ((a, b), (b, a)):
+                if u == x and v not in seen:
+                    seen.add(v)
+                    todo.append(v)
+    return len(seen) == n
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=connected_graphs(), data=st.data())
+def test_recovery_after_a_link_break_on_random_graphs(graph, data):
+    n, edges = graph
+    s = data.draw(st.integers(1, n))
+    d = data.draw(st.integers(1, n).filter(lambda x: x != s))
+    sim = dsr_net(n, edges)
+    sim.send(A(s), udp_packet(A(s), A(d), b"before"))
+    sim.run(duration=2.0)
+    route = sim.engines[A(s)].cache.lookup(sim.now, A(d))
+    hops = [(int(str(a).rsplit(".", 1)[1])) for a in route]
+    links = [(min(a, b), max(a, b)) for a, b in zip(hops, hops[1:], strict=False)]
+    broken = data.draw(st.sampled_from(links))
+    if not _connected(n, set(edges) - {broken}):
+        return  # the break partitions the graph: nothing to recover
+    sim.unlink(A(broken[0]), A(broken[1]))
+    sim.send(A(s), udp_packet(A(s), A(d), b"during"))  # may be salvaged or lost
+    sim.run(duration=5.0)
+    sim.send(A(s), udp_packet(A(s), A(d), b"after"))
+    sim.run(duration=5.0)
+    got = [p[28:] for p in sim.delivered[A(d)]]
+    assert got.count(b"before") == 1 and got.count(b"during") <= 1
+    assert got.count(b"after") == 1
+    # The source and the node that detected the break no longer cache the link.
+    upstream = min(broken, key=hops.index)
+    for i in {s, upstream}:
+        assert not any(uses_link(p, *broken) for p in paths(sim, i)), (i, paths(sim, i))
