@@ -90,8 +90,17 @@ def _rx_packets(mesh: VethMesh, i: int) -> int:
     return int(json.loads(out)[0]["stats64"]["rx"]["packets"])
 
 
+def _cpu_s(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _blast(mesh: VethMesh, ethertype: int, seconds: float) -> dict[str, float]:
     """Blast A -> (B's MAC) for warm-up + ``seconds``; packets/s arriving at C."""
+    fwd = mesh.procs.get(2)
+    fwd_pid = fwd.pid if fwd else None
     warm = 1.0
     p = subprocess.Popen(
         [
@@ -112,14 +121,18 @@ def _blast(mesh: VethMesh, ethertype: int, seconds: float) -> dict[str, float]:
     )
     try:
         time.sleep(warm)  # measuring a steady state, not waiting for a protocol
-        c0, t0 = _rx_packets(mesh, 3), time.monotonic()
+        c0, t0, u0 = _rx_packets(mesh, 3), time.monotonic(), _cpu_s(fwd_pid)
         time.sleep(seconds)
-        c1, t1 = _rx_packets(mesh, 3), time.monotonic()
+        c1, t1, u1 = _rx_packets(mesh, 3), time.monotonic(), _cpu_s(fwd_pid)
         sent = int((p.communicate(timeout=30)[0] or "0").strip() or 0)
     finally:
         if p.poll() is None:
             p.kill()
-    return {"pps": (c1 - c0) / (t1 - t0), "offered_pps": sent / (warm + seconds + 0.5)}
+    return {
+        "pps": (c1 - c0) / (t1 - t0),
+        "offered_pps": sent / (warm + seconds + 0.5),
+        "forwarder_cpu_pct": 100 * (u1 - u0) / (t1 - t0),
+    }
 
 
 def _kernel_forwarding(mesh: VethMesh) -> None:
@@ -273,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         "daemon_offered_pps": round(r["daemon_pps"]["offered_pps"]),
         "kernel_pps_per_hop": round(r["kernel_pps"]["pps"]),
         "kernel_offered_pps": round(r["kernel_pps"]["offered_pps"]),
+        "daemon_forwarder_cpu_pct": round(r["daemon_pps"]["forwarder_cpu_pct"], 1),
         "daemon_tcp_mbps": round(r["daemon_tcp_mbps"], 1),
         "kernel_tcp_mbps": round(r["kernel_tcp_mbps"], 1),
         "goal_pps": GOAL_PPS,
