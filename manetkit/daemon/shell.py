@@ -237,15 +237,14 @@ class Daemon:
             )
             self._tasks.append(asyncio.create_task(self.backend.run()))
         else:
-            mod = importlib.import_module("manetkit.daemon.linksense.nl80211")
-            cls = next(
-                v
-                for v in vars(mod).values()
-                if isinstance(v, type)
-                and issubclass(v, LinkSenseBackend)
-                and v is not LinkSenseBackend
+            from manetkit.daemon.linksense.nl80211 import Nl80211Backend
+
+            self.backend = Nl80211Backend(
+                cfg.radio_interface,
+                self._on_station,
+                poll_interval=ls.poll_s,
+                inactive_limit_ms=int(ls.hysteresis.inactive_s * 1000),
             )
-            self.backend = cls(cfg.radio_interface, self._on_station)
             self._tasks.append(asyncio.create_task(self.backend.run()))
 
     # -- hot path ---------------------------------------------------------------------

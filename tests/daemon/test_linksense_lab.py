@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 from manetkit.daemon.linksense.base import StationGone, StationSeen, StationTxFailed
@@ -83,6 +84,11 @@ def test_lab_backend_reports_stations_failures_and_departures(tmp_path):
             assert backend.malformed >= 1
         finally:
             task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for w in radio.subscribers:
+                w.close()
             server.close()
+            await server.wait_closed()
 
     asyncio.run(main())
