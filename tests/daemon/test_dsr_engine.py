@@ -190,9 +190,12 @@ def test_route_error_purges_caches_along_the_path_and_reports_elfn_fields():
     assert down3 and down3[0]["sport"] == 40000 and down3[0]["dport"] == 80
     assert down3[0]["seq"] == 123456789 and down3[0]["src"] == "10.42.0.1"
     assert down3[0]["broken_link"] == ["10.42.0.3", "10.42.0.4"]
+    assert down3[0]["reason"] == "tx-failed" and down3[0]["proto"] == ipv4.PROTO_TCP
     # The source learns of it from the Route Error.
-    down1 = {e["dst"] for e in sim.events(A(1), "route-down")}
-    assert down1 == {"10.42.0.4", "10.42.0.5"}
+    down1 = sim.events(A(1), "route-down")
+    assert {e["dst"] for e in down1} == {"10.42.0.4", "10.42.0.5"}
+    assert all(e["reason"] == "rerr" and e["broken_by"] == "10.42.0.3" for e in down1)
+    assert all(e["next_hop"] == "10.42.0.2" for e in down1)
     rerr = [f for f in sim.frames_from(A(3)) if first(f.packet, dsr.RouteError)]
     err = first(rerr[0].packet, dsr.RouteError)
     assert (err.error_src, err.error_dst, err.unreachable) == (A(3), A(1), A(4))
@@ -231,7 +234,12 @@ def test_link_down_uses_another_cached_route_without_discovery():
     assert sim.engines[A(1)].counters["requests-sent"] == sent_before
     assert sim.delivered[A(3)][-1].endswith(b"y")
     assert sim.events(A(1), "route-down") == [
-        {"dst": "10.42.0.2", "next_hop": "10.42.0.2", "broken_link": ["10.42.0.1", "10.42.0.2"]}
+        {
+            "dst": "10.42.0.2",
+            "next_hop": "10.42.0.2",
+            "reason": "lost",
+            "broken_link": ["10.42.0.1", "10.42.0.2"],
+        }
     ]
 
 
@@ -257,6 +265,7 @@ def test_request_backoff_is_exponential_and_capped():
     # Ring-0, then RequestPeriod * 2^k capped at MaxRequestPeriod (8.2.1).
     assert gaps == [0.03, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0]
     assert [(d.reason, d.packet) for d in sim.dropped[A(1)]] == [("no-route", pkt)]
+    assert sim.events(A(1), "route-down") == [{"dst": "10.42.0.9", "reason": "no-route"}]
     assert sim.engines[A(1)].status()["discoveries"] == []
     # Node 2 forwarded each propagating request once (ids differ), never the ring-0 one.
     assert sim.engines[A(2)].counters["requests-forwarded"] == 9

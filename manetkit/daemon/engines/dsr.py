@@ -307,9 +307,9 @@ class DsrEngine(RoutingEngine):
             # A neighbour is a one-hop route (RFC 4728 4.1: any usable route info).
             self._learn(now, (self.address, event.neighbour))
         elif isinstance(event, LinkDown):
-            self._link_broken(now, event.neighbour, None)
+            self._link_broken(now, event.neighbour, None, event.reason)
         elif isinstance(event, TxFailed):
-            self._link_broken(now, event.neighbour, event.packet)
+            self._link_broken(now, event.neighbour, event.packet, "tx-failed")
 
     def handle_timer(self, now: float) -> None:
         self._now = now
@@ -671,6 +671,7 @@ class DsrEngine(RoutingEngine):
             self.counters["discoveries-failed"] += 1
             self.send_buffer.discard(d.target, "no-route")
             self._drain_buffer_drops()
+            self._emit(Notify("route-down", {"dst": str(d.target), "reason": "no-route"}))
             return
         self._send_request(d, ttl=cfg.discovery_hop_limit)
         backoff = min(cfg.request_period_ms / 1000 * (2**d.attempts), cfg.max_request_period_s)
@@ -713,47 +714,57 @@ class DsrEngine(RoutingEngine):
         self._actions.append(SendFrame(next_hop, bytes(head) + dsr_hdr + sr + packet[ihl:total]))
 
     # ------------------------------------------------------------------ maintenance
-    def _link_broken(self, now: float, neighbour: IPv4Address, packet: bytes | None) -> None:
+    def _link_broken(
+        self, now: float, neighbour: IPv4Address, packet: bytes | None, reason: str
+    ) -> None:
         """The link to ``neighbour`` broke (RFC 4728 8.3.1): purge, report, salvage."""
-        before = self.cache.destinations(now)
-        cut = self.cache.remove_link(self.address, neighbour)
-        if cut:
-            self.counters["link-breaks"] += 1
-        lost = before - self.cache.destinations(now)
-        elfn: dict[str, Any] = {}
         failed = None
         if packet is not None:
             try:
                 failed = self._failed_packet(packet)
             except (ValueError, IndexError, struct.error):
                 self.counters["malformed"] += 1
-                failed = None
-            if failed is not None:
-                elfn = failed[3]
+        elfn = failed[3] if failed is not None else {}
+        lost = self._purge_link(now, self.address, neighbour)
+        if lost:
+            self.counters["link-breaks"] += 1
         for dst in sorted(lost):
             fields: dict[str, Any] = {
                 "dst": str(dst),
                 "next_hop": str(neighbour),
+                "reason": reason,
                 "broken_link": [str(self.address), str(neighbour)],
             }
-            if elfn and elfn.get("dst") == str(dst):
+            if elfn.get("dst") == str(dst):
                 fields.update(elfn)
             self._down.add(dst)
             self._emit(Notify("route-down", fields))
         if failed is not None:
             self._maintain(now, neighbour, packet, failed)
 
+    def _purge_link(
+        self, now: float, a: IPv4Address, b: IPv4Address
+    ) -> dict[IPv4Address, IPv4Address]:
+        """Cut the link a-b from the cache; the destinations left without any route,
+        each with the next hop it had."""
+        before = self.cache.destinations(now)
+        cut = self.cache.remove_link(a, b)
+        if not cut:
+            return {}
+        lost = before - self.cache.destinations(now)
+        return {dst: p[1] for p in cut for dst in p[1:] if dst in lost}
+
     def _failed_packet(
         self, packet: bytes
     ) -> tuple[ipv4.IPv4Header, dsr.DsrHeader, bytes, dict] | None:
         ip, hdr = dsr.parse(packet)
         inner = dsr.strip(packet)
-        fields: dict[str, Any] = {"src": str(ip.src), "dst": str(ip.dst)}
+        fields: dict[str, Any] = {"src": str(ip.src), "dst": str(ip.dst), "proto": hdr.next_header}
         if hdr.next_header == ipv4.PROTO_TCP:
             iihl = (inner[0] & 0x0F) * 4
             t = ipv4.tcp_ports_seq(inner[iihl:])
             if t is not None:
-                fields.update(protocol="tcp", sport=t[0], dport=t[1], seq=t[2])
+                fields.update(sport=t[0], dport=t[1], seq=t[2])
         return ip, hdr, inner, fields
 
     def _maintain(self, now: float, neighbour: IPv4Address, packet: bytes, failed: tuple) -> None:
@@ -810,19 +821,20 @@ class DsrEngine(RoutingEngine):
         bad = err.unreachable
         if bad is None:
             return
-        before = self.cache.destinations(now)
-        self.cache.remove_link(err.error_src, bad)
+        lost = self._purge_link(now, err.error_src, bad)
         if err.error_dst != self.address:
             return
-        for dst in sorted(before - self.cache.destinations(now)):
+        for dst, next_hop in sorted(lost.items()):
             self._down.add(dst)
             self._emit(
                 Notify(
                     "route-down",
                     {
                         "dst": str(dst),
+                        "next_hop": str(next_hop),
+                        "reason": "rerr",
                         "broken_link": [str(err.error_src), str(bad)],
-                        "reported_by": str(err.error_src),
+                        "broken_by": str(err.error_src),
                     },
                 )
             )
