@@ -179,6 +179,12 @@ _TIMER_DISCOVERY = 1
 
 
 class DsrEngine(RoutingEngine):
+    """One node's DSR: route cache, discovery, send buffer and maintenance (sans-I/O).
+
+    Built by the shell as ``DsrEngine(address, config, neighbours)`` and driven only
+    through the :class:`~manetkit.daemon.engines.base.RoutingEngine` API.
+    """
+
     name = "dsr"
 
     def __init__(
@@ -599,7 +605,6 @@ class DsrEngine(RoutingEngine):
         to: IPv4Address,
         route: tuple[IPv4Address, ...],
         back: tuple[IPv4Address, ...],
-        gratuitous: bool = False,
     ) -> None:
         """Send a Route Reply carrying ``route`` to ``to`` via intermediate hops ``back``
         (RFC 4728 8.2.4, 8.2.3, 8.4.4)."""
@@ -640,7 +645,7 @@ class DsrEngine(RoutingEngine):
         self.counters["grat-replies"] += 1
         me_at = idx + 1
         back = tuple(reversed(short[1:me_at]))
-        self._reply(now, src, tuple(short[1:]), back, gratuitous=True)
+        self._reply(now, src, tuple(short[1:]), back)
 
     # ------------------------------------------------------------------ discovery
     def _start_discovery(self, now: float, target: IPv4Address) -> None:
