@@ -150,6 +150,7 @@ class Session:
         self._last_sent = now
         self._last_heard = now
         self._probe_nonce: int | None = None
+        self.finished = False  # initiator: both directions done, waiting for the close
         # counters for status
         self.resumes = 0
         self.probes = 0
@@ -265,6 +266,14 @@ class Session:
         self._reader.clear()
         self._out.clear()
         self.state = State.RESUMING
+
+    def transport_eof(self, now: float) -> None:
+        """The peer closed the transport. Only a finished initiator reads that as the end
+        (the acceptor closes once it is done); otherwise it is just a lost transport."""
+        if self.role is Role.INITIATOR and self.finished and self.state is not State.CLOSED:
+            self._close("done", clean=True)
+        else:
+            self.transport_lost(now)
 
     def transport_data(self, data: bytes | memoryview, now: float) -> None:
         if self.state is State.CLOSED:
@@ -521,6 +530,12 @@ class Session:
         if self._eof_delivered and self._fin_acked and self.state is not State.CLOSED:
             if self._acked_out < self.delivered or self._ack_deadline is not None:
                 return  # the final ACK still has to go out (see _maybe_ack)
+            if self.role is Role.INITIATOR:
+                # Our final ACK may still die with the transport, and only we can dial a
+                # new one: stay until the acceptor, done too, closes the transport
+                # (transport_eof), as TCP's TIME_WAIT keeps the last ACK's sender around.
+                self.finished = True
+                return
             self._close("done", clean=True)
 
     def _maybe_ack(self, now: float) -> None:

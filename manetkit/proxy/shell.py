@@ -42,6 +42,26 @@ log = logging.getLogger("manetkit.proxy")
 
 HIGH_WATER = 1 << 20  # bytes queued on a socket before the other side pauses
 RECONNECT_MIN, RECONNECT_MAX = 0.2, 2.0
+TOMBSTONE_S = 120.0  # how long a cleanly closed session's final offsets are remembered
+
+
+_LINGER_RST = struct.pack("ii", 1, 0)
+_LINGER_OFF = struct.pack("ii", 0, 0)
+
+
+def _arm_rst_on_close(sock: socket.socket) -> None:
+    """App sockets close with RST unless the session ended cleanly: even when the proxy
+    is killed (SIGKILL), the kernel then resets the app instead of sending a FIN that
+    would read as a complete stream."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RST)
+
+
+def _graceful_close(transport: asyncio.Transport) -> None:
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.fileno() >= 0:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_OFF)
+    transport.close()
 
 
 def _reset_socket(transport: asyncio.Transport | None) -> None:
@@ -58,15 +78,20 @@ def _reset_socket(transport: asyncio.Transport | None) -> None:
 class _Side(asyncio.Protocol):
     """Protocol glue: forwards callbacks to the relay, tagged with which side it is."""
 
-    def __init__(self, relay: Relay, kind: str) -> None:
+    def __init__(self, relay: Relay, kind: str, on_made: Any = None) -> None:
         self.relay = relay
         self.kind = kind  # "app" or "mesh"
         self.transport: asyncio.Transport | None = None
         self.lost = False
+        # runs inside connection_made: an event loop may deliver data in the same
+        # iteration, so the relay must know this side before the first data_received
+        self.on_made = on_made
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
-        transport.set_write_buffer_limits(high=HIGH_WATER)
+        transport.set_write_buffer_limits(high=HIGH_WATER)  # type: ignore[attr-defined]
+        if self.on_made is not None:
+            self.on_made(self)
 
     def data_received(self, data: bytes) -> None:
         self.relay.on_data(self, data)
@@ -184,7 +209,13 @@ class Relay:
                 self.session.app_eof(self.loop.time())
                 self.flush()
             return True  # keep our sending half open: the peer may still answer
-        return False  # a mesh leg's EOF is just a dead transport
+        if side is self.mesh and not self.closed:
+            self.mesh = None
+            self.session.transport_eof(self.loop.time())
+            if self.session.state is not State.CLOSED and self.session.role is Role.INITIATOR:
+                self.schedule_reconnect()
+            self.flush()
+        return False  # close our end too
 
     def on_lost(self, side: _Side, exc: Exception | None) -> None:
         now = self.loop.time()
@@ -301,7 +332,7 @@ class Relay:
         if ev.clean:
             log.info("session %s done", self.session.sid_hex[:8])
             if app is not None:
-                app.close()
+                _graceful_close(app)
         else:
             log.warning(
                 "session %s to %s (%s) reset: %s",
@@ -312,7 +343,15 @@ class Relay:
             )
             _reset_socket(app)
         if mesh is not None:
-            mesh.close()  # the RESET frame (if any) goes out first
+            if ev.clean and self.session.role is Role.ACCEPTOR and mesh.can_write_eof():
+                # the initiator closes first: closing here with its last keepalive still
+                # unread would send RST and could destroy our final ACK in flight
+                mesh.write_eof()
+                self.loop.call_later(5.0, mesh.close)
+            else:
+                mesh.close()  # the RESET frame (if any) goes out first
+        if ev.clean and self.session.role is Role.ACCEPTOR:
+            self.proxy.remember_done(self.session)
         self.proxy.forget(self)
 
     def arm_timer(self) -> None:
@@ -373,8 +412,10 @@ class Relay:
         if self.closed:
             sock.close()
             return
-        side = _Side(self, "mesh")
+        side = _Side(self, "mesh", on_made=self._leg_made)
         await self.loop.connect_accepted_socket(lambda: side, sock)
+
+    def _leg_made(self, side: _Side) -> None:
         self.mesh = side
         self.mesh_read_paused = False
         self.mesh_write_blocked = False
@@ -441,6 +482,7 @@ class Proxy:
         self.loop = asyncio.get_running_loop()
         self.relays: set[Relay] = set()
         self.by_sid: dict[bytes, Relay] = {}
+        self.tombstones: dict[bytes, tuple[float, int]] = {}
         self.spec = intercept.InterceptSpec(
             table=cfg.nft_table,
             port=cfg.listen_port,
@@ -554,6 +596,15 @@ class Proxy:
                 log.exception("handling a connection from %s", addr)
                 conn.close()
 
+    def remember_done(self, session: Session) -> None:
+        """Keep a cleanly finished session's final offsets for a while: an initiator
+        that lost our final ACK with its transport can still learn that all is done."""
+        now = self.loop.time()
+        self.tombstones[session.sid] = (now, session.delivered)
+        for sid, (t, _) in list(self.tombstones.items()):
+            if now - t > TOMBSTONE_S:
+                del self.tombstones[sid]
+
     def forget(self, relay: Relay) -> None:
         self.relays.discard(relay)
         if self.by_sid.get(relay.session.sid) is relay:
@@ -566,12 +617,12 @@ class Proxy:
         dst, port = intercept.original_dst(conn)
         mode = self.cfg.mode_for(dst)
         conn.setsockopt(socket.IPPROTO_TCP, modes.TCP_LINGER2, modes.FIN_WAIT2_S)
+        _arm_rst_on_close(conn)
         session = Session.initiate(self.loop.time(), (dst, port), mode, self.session_config())
         relay = Relay(self, session, dst)
         self.relays.add(relay)
-        side = _Side(relay, "app")
+        side = _Side(relay, "app", on_made=lambda sd: setattr(relay, "app", sd))
         await self.loop.connect_accepted_socket(lambda: side, conn)
-        relay.app = side
         log.info(
             "session %s: %s:%d -> %s:%d (%s)",
             session.sid_hex[:8],
@@ -621,6 +672,13 @@ class Proxy:
             return
         relay = self.by_sid.get(hello.sid)
         if relay is None:
+            if isinstance(hello, fr.Resume) and hello.sid in self.tombstones:
+                # finished here: tell the initiator everything was delivered, FIN included
+                _, delivered = self.tombstones[hello.sid]
+                with contextlib.suppress(OSError):
+                    conn.send(fr.pack_resume(hello.sid, hello.epoch, delivered, True))
+                conn.close()
+                return
             if isinstance(hello, fr.Resume):
                 self.counters["unknown_session"] += 1
                 with contextlib.suppress(OSError):
@@ -644,19 +702,21 @@ class Proxy:
         relay.mesh = None
         if old is not None and old.transport is not None:
             _reset_socket(old.transport)
-        side = _Side(relay, "mesh")
-        await self.loop.connect_accepted_socket(lambda: side, conn)
-        relay.mesh = side
-        relay.mesh_read_paused = False
-        relay.mesh_write_blocked = False
-        relay.peer = IPv4Address(addr[0])
-        if relay.closed:  # e.g. the server refused while this leg was being adopted
+
+        def adopt(side: _Side) -> None:
             assert side.transport is not None
-            side.transport.write(fr.pack_reset("session closed"))
-            side.transport.close()
-            return
-        relay.session.new_transport(self.loop.time())
-        relay.on_data(side, buffered)
+            if relay.closed:  # e.g. the server refused while this leg was being adopted
+                side.transport.write(fr.pack_reset("session closed"))
+                side.transport.close()
+                return
+            relay.mesh = side
+            relay.mesh_read_paused = False
+            relay.mesh_write_blocked = False
+            relay.peer = IPv4Address(addr[0])
+            relay.session.new_transport(self.loop.time())
+            relay.on_data(side, buffered)
+
+        await self.loop.connect_accepted_socket(lambda: _Side(relay, "mesh", on_made=adopt), conn)
 
     async def _connect_server(self, relay: Relay, client: IPv4Address) -> None:
         s = relay.session
@@ -673,6 +733,7 @@ class Proxy:
             else:
                 intercept.mark(sock, self.cfg.own_mark)
             await asyncio.wait_for(self.loop.sock_connect(sock, (str(addr), port)), 10)
+            _arm_rst_on_close(sock)
         except (TimeoutError, OSError) as exc:
             sock.close()
             why = f"server {addr}:{port} unreachable: {exc!r}"
@@ -682,9 +743,9 @@ class Proxy:
         if relay.closed:
             sock.close()
             return
-        side = _Side(relay, "app")
-        await self.loop.connect_accepted_socket(lambda: side, sock)
-        relay.app_connected(side)
+        await self.loop.connect_accepted_socket(
+            lambda: _Side(relay, "app", on_made=relay.app_connected), sock
+        )
 
     # --- daemon events -------------------------------------------------------------------------
 

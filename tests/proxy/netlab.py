@@ -150,6 +150,11 @@ class Chain:
         sh("ip", "route", "add", "default", "via", "10.42.1.2", ns=self.client)
         sh("ip", "route", "add", "default", "via", "10.42.2.2", ns=self.server)
         sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=self.router)
+        # small socket buffers (as on a 2 Mbit/s radio): a 10 MB transfer cannot hide in
+        # kernel buffers, so a route break really stalls it
+        for ns in (self.client, self.server):
+            sh("sysctl", "-qw", "net.ipv4.tcp_rmem=4096 131072 262144", ns=ns)
+            sh("sysctl", "-qw", "net.ipv4.tcp_wmem=4096 16384 262144", ns=ns)
         sh("nft", "add table inet mkt_break", ns=self.router)
         sh(
             "nft",

@@ -57,6 +57,7 @@ class Pair:
         self.i2a = bytearray()
         self.a2i = bytearray()
         self.a_attached = False
+        self.a_eof = False  # the acceptor closed the transport after a clean finish
         self.stale = 0
         self.i.session.new_transport(self.now)
         self._collect()
@@ -76,6 +77,8 @@ class Pair:
         if self.sa is not None:
             self.a2i += self.sa.data_to_send()
             self.a.drain()
+            if self.a_attached and self.sa.state.value == "closed" and self.a.closed[-1].clean:
+                self.a_eof = True  # the acceptor's shell closes the transport when done
 
     # --- operations ---------------------------------------------------------------------
 
@@ -106,6 +109,14 @@ class Pair:
                 n = len(self.i2a)  # wait for the whole hello (the shell buffers it)
                 return
             assert isinstance(hello, fr.Open | fr.Resume)
+            if self.sa is not None and self.sa.state.value == "closed":
+                # the acceptor's shell remembers a finished session (tombstone)
+                assert isinstance(hello, fr.Resume) and self.a.closed[-1].clean
+                self.i2a.clear()
+                self.a2i += fr.pack_resume(hello.sid, hello.epoch, self.sa.delivered, True)
+                self.a_attached = True
+                self.a_eof = True
+                return
             if self.sa is None:
                 assert isinstance(hello, fr.Open)
                 self.a.session = Session(Role.ACCEPTOR, hello.sid, self.now, self.cfg)
@@ -122,12 +133,17 @@ class Pair:
         self._collect()
 
     def deliver_a2i(self, n: int) -> None:
-        if not self.a2i:
-            return
-        chunk = bytes(self.a2i[:n])
-        del self.a2i[:n]
-        self.si.transport_data(chunk, self.now)
-        self._collect()
+        if self.a2i:
+            chunk = bytes(self.a2i[:n])
+            del self.a2i[:n]
+            self.si.transport_data(chunk, self.now)
+            self._collect()
+        if not self.a2i and self.a_eof and self.si.state.value != "closed":
+            self.a_eof = False
+            self.a_attached = False
+            self.i2a.clear()
+            self.si.transport_eof(self.now)
+            self._collect()
 
     def cut(self) -> None:
         """The kernel connection dies: bytes in flight are lost, both sides notice."""
@@ -137,6 +153,7 @@ class Pair:
         if self.sa is not None:
             self.sa.transport_lost(self.now)
         self.a_attached = False
+        self.a_eof = False
         self._collect()
 
     def reconnect(self) -> None:
@@ -145,6 +162,7 @@ class Pair:
         self.i2a.clear()
         self.a2i.clear()
         self.a_attached = False
+        self.a_eof = False
         if self.sa is not None:
             self.sa.transport_lost(self.now)
         self.si.new_transport(self.now)
@@ -165,7 +183,7 @@ class Pair:
         for _ in range(rounds):
             if self.si.state.value == "resuming" and not self.i2a and not self.a2i:
                 self.reconnect()
-            moved = bool(self.i2a or self.a2i)
+            moved = bool(self.i2a or self.a2i or self.a_eof)
             self.deliver_i2a(1 << 20)
             self.deliver_a2i(1 << 20)
             for side in (self.i, self.a):
