@@ -1,7 +1,8 @@
 """The ``manetkit`` console script: one sub-command per part of the project.
 
 Each part registers its own sub-commands (``register(subparsers)``) so this file only
-wires them together; a part that fails to import does not break the others' commands.
+wires them together. Only the part that is asked for is imported: ``manetkit daemon``
+must not pay (in start-up time and RSS) for the lab's numpy or the bench's matplotlib.
 """
 
 from __future__ import annotations
@@ -28,25 +29,32 @@ PARTS: list[tuple[str, str, str]] = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``command``, only that part's module is imported."""
     parser = argparse.ArgumentParser(prog="manetkit", description=__doc__.splitlines()[0])
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in PARTS:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("manetkit"):
-                continue  # part not built yet
-            raise
-        mod.register(sub.add_parser(name, help=help_text, description=help_text))
+        part = sub.add_parser(name, help=help_text, description=help_text)
+        if command is None or command == name:
+            importlib.import_module(module).register(part)
     return parser
 
 
+def _command_in(argv: list[str]) -> str | None:
+    """The sub-command named in ``argv`` (the first word that is not an option)."""
+    known = {name for name, _, _ in PARTS}
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in known else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
