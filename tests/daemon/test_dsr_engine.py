@@ -106,6 +106,19 @@ def test_cache_replies_off_vs_on_with_stale_entry(cache_replies):
         assert not any(uses_link(p, 2, 6) for p in paths(sim, 1))
 
 
+def test_cached_replies_are_delayed_by_route_length():
+    # 8.2.5: nodes 2 and 3 both answer from their caches; the shorter route goes first.
+    sim = dsr_net([1, 2, 3, 6, 7, 8, 9], [(1, 2), (1, 3)], cache_replies=True)
+    sim.engines[A(2)].cache.add(0.0, (A(2), A(9), A(8)))
+    sim.engines[A(3)].cache.add(0.0, (A(3), A(7), A(6), A(8)))
+    sim.send(A(1), udp_packet(A(1), A(8)))
+    sim.run(duration=0.2)
+    replies = {f.sender: f.time for f in sim.frames if first(f.packet, dsr.RouteReply)}
+    assert 0.02 <= replies[A(2)] - 0.001 < 0.03  # H * (h - 1 + r), h = 3 hops, H = 10 ms
+    assert 0.03 <= replies[A(3)] - 0.001 < 0.04  # h = 4 hops
+    assert sim.events(A(1), "route-up")[0]["path"] == [str(A(i)) for i in (1, 2, 9, 8)]
+
+
 def test_salvage_after_break_with_alternative_route():
     # 1-2-3-4 and a longer alternative 2-5-6-4.
     links = [(1, 2), (2, 3), (3, 4), (2, 5), (5, 6), (6, 4)]

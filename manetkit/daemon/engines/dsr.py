@@ -176,6 +176,7 @@ class _Discovery:
 
 _TIMER_BCAST = 0
 _TIMER_DISCOVERY = 1
+_TIMER_SEND = 2  # a delayed unicast (cached replies, RFC 4728 8.2.5)
 
 
 class DsrEngine(RoutingEngine):
@@ -324,6 +325,8 @@ class DsrEngine(RoutingEngine):
             if kind == _TIMER_BCAST:
                 self.counters["requests-forwarded"] += 1
                 self._emit(SendFrame(None, data))
+            elif kind == _TIMER_SEND:
+                self._emit(SendFrame(*data))
             elif kind == _TIMER_DISCOVERY:
                 d = self._discoveries.get(data)
                 if d is not None and d.next_at <= now:
@@ -571,8 +574,12 @@ class DsrEngine(RoutingEngine):
             if route is not None:
                 full = (init, *addrs, *route)
                 if len(set(full)) == len(full) and len(full) - 1 <= self.config.max_route_length:
+                    # 8.2.5: wait H * (h - 1 + r) so that shorter replies from other
+                    # caches go first (no reply storm); H is BroadcastJitter here.
+                    h = len(full) - 1
+                    delay = self.config.broadcast_jitter_ms / 1000 * (h - 1 + self._rng.random())
                     self.counters["cache-replies"] += 1
-                    self._reply(now, init, (*addrs, *route), tuple(reversed(addrs)))
+                    self._reply(now, init, (*addrs, *route), tuple(reversed(addrs)), delay)
                     return
         if ip.ttl <= 1:
             self.counters["request-ttl-end"] += 1  # the ring-0 request stops here
@@ -605,16 +612,20 @@ class DsrEngine(RoutingEngine):
         to: IPv4Address,
         route: tuple[IPv4Address, ...],
         back: tuple[IPv4Address, ...],
+        delay: float = 0.0,
     ) -> None:
         """Send a Route Reply carrying ``route`` to ``to`` via intermediate hops ``back``
-        (RFC 4728 8.2.4, 8.2.3, 8.4.4)."""
+        (RFC 4728 8.2.4, 8.2.3, 8.4.4), after ``delay`` seconds if given."""
         pkt = dsr.encapsulate(
             dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit),
             [dsr.RouteReply(route), dsr.SourceRoute(back, len(back))],
             dsr.NO_NEXT_HEADER,
         )
         self.counters["replies-sent"] += 1
-        self._emit(SendFrame(back[0] if back else to, pkt))
+        if delay > 0:
+            self._schedule(now + delay, _TIMER_SEND, (back[0] if back else to, pkt))
+        else:
+            self._emit(SendFrame(back[0] if back else to, pkt))
 
     def _overheard(self, now: float, buf: bytes, o: int) -> None:
         """A frame whose source route names another receiver (RFC 4728 8.4.4)."""
