@@ -28,7 +28,7 @@ def source_routes(draw):
     )
 
 
-unknown_types = st.integers(0, 255).filter(lambda t: t not in dsr._KNOWN)
+unknown_types = st.integers(0, 255).filter(lambda t: t not in dsr.KNOWN_OPTION_TYPES)
 options = st.one_of(
     st.builds(dsr.RouteRequest, st.integers(0, 0xFFFF), addr, addrs),
     st.builds(dsr.RouteReply, addrs, st.booleans()),

@@ -232,7 +232,7 @@ def pack_option(opt: Option) -> bytes:
         case PadN():
             return _tlv(OPT_PADN, bytes(opt.length))
         case UnknownOption():
-            if opt.type in _KNOWN:
+            if opt.type in KNOWN_OPTION_TYPES:
                 raise ValueError(f"option type {opt.type} is not unknown")
             return _tlv(opt.type, opt.data)
     raise TypeError(f"not a DSR option: {opt!r}")
@@ -315,7 +315,16 @@ def _rebuild(
 
 # --- parsing -----------------------------------------------------------------------
 
-_KNOWN = {OPT_PADN, OPT_RREQ, OPT_RREP, OPT_RERR, OPT_ACK, OPT_SRCRT, OPT_ACK_REQ, OPT_PAD1}
+KNOWN_OPTION_TYPES = {
+    OPT_PADN,
+    OPT_RREQ,
+    OPT_RREP,
+    OPT_RERR,
+    OPT_ACK,
+    OPT_SRCRT,
+    OPT_ACK_REQ,
+    OPT_PAD1,
+}
 
 
 def _addr_list(data: bytes, what: str) -> tuple[Address, ...]:
@@ -424,10 +433,6 @@ def parse(packet: bytes | bytearray | memoryview) -> tuple[ipv4.IPv4Header, DsrH
     if hdr.protocol != ipv4.PROTO_DSR:
         raise MalformedDsr(f"IP protocol {hdr.protocol} is not DSR (48)")
     return hdr, parse_header(packet, hdr.ihl, hdr.total_length)
-
-
-def options_length(options: Sequence[Option]) -> int:
-    return len(pack_options(options))
 
 
 def max_overhead(max_route_length: int) -> int:
