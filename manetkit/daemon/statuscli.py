@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from rich.console import Console
@@ -16,9 +17,31 @@ DEFAULT_SOCKET = "/run/manetkit/events.sock"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--socket", default=DEFAULT_SOCKET, help="the daemon's event socket")
+    parser.add_argument(
+        "--socket",
+        default=None,
+        help=f"the daemon's event socket (default: $MANETKIT_EVENT_SOCKET, which `lab exec` "
+        f"sets for its node, else {DEFAULT_SOCKET})",
+    )
+    parser.add_argument("--lab", help="a lab node's daemon: the lab's name (with --node)")
+    parser.add_argument("--node", help="a lab node's daemon: the node (n1, n2, ...)")
     parser.add_argument("--json", action="store_true", help="print the raw status JSON")
     parser.set_defaults(func=main)
+
+
+def socket_path(args: argparse.Namespace) -> str:
+    if args.node:
+        from manetkit.lab import paths
+        from manetkit.lab.stacks import daemon_socket
+
+        lab = args.lab
+        if lab is None:
+            labs = sorted(p.name for p in (paths.rundir() / "labs").glob("*"))
+            if len(labs) != 1:
+                raise UserError("--node: say which lab with --lab")
+            lab = labs[0]
+        return str(daemon_socket(lab, args.node))
+    return args.socket or os.environ.get("MANETKIT_EVENT_SOCKET") or DEFAULT_SOCKET
 
 
 def fetch(path: str) -> dict[str, Any]:
@@ -32,7 +55,7 @@ def fetch(path: str) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    st = fetch(args.socket)
+    st = fetch(socket_path(args))
     if args.json:
         print(json.dumps(st, indent=2, sort_keys=True))
         return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, paths, radio
+from manetkit.lab import netns, nodes, paths, radio, stacks
 from manetkit.lab.stations import format_iw
 
 console = Console()
@@ -195,8 +196,10 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if not cmd:
         raise UserError("lab exec: give a command after --, e.g. lab exec n1 -- ip addr")
     sys.stdout.flush()
+    # So that `manetkit status` run in the node finds that node's daemon.
+    env = dict(os.environ, MANETKIT_EVENT_SOCKET=str(stacks.daemon_socket(lab, args.node)))
     try:
-        return subprocess.run(netns.exec_argv(ns, cmd)).returncode
+        return subprocess.run(netns.exec_argv(ns, cmd), env=env).returncode
     except KeyboardInterrupt:
         return 130
 
@@ -384,6 +387,14 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     _register_medium(sub)
 
+    from manetkit.lab import demo
+
+    demo.register(
+        sub.add_parser(
+            "demo",
+            help="bring up chain-5 with a routing stack and send ping/HTTP/iperf3 through it",
+        )
+    )
     p = sub.add_parser("radio", help="run one node's radio (lab up starts it in the node)")
     radio.add_arguments(p)
     p.set_defaults(func=cmd_radio)
