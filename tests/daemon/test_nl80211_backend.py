@@ -155,3 +155,26 @@ def test_backend_reports_latest_table():
     asyncio.run(backend.poll_once())
     (row,) = backend.stations()
     assert row.mac == B and row.signal_dbm == -70.0 and row.tx_retries == 9
+
+
+def test_real_dumper_works_on_uvloop():
+    """The daemon runs on uvloop, which refuses pyroute2's AF_NETLINK datagram endpoint
+    ("invalid family 16"); the dumper's own loop thread keeps it working. Without Wi-Fi
+    the kernel answers (an empty dump, or an error for lo / a missing nl80211 family)."""
+    import socket
+
+    uvloop = pytest.importorskip("uvloop")
+    from manetkit.daemon.linksense.nl80211 import pyroute2_dumper
+
+    async def once() -> object:
+        dump, close = pyroute2_dumper()
+        try:
+            return await dump(socket.if_nametoindex("lo"))
+        except NetlinkError as exc:
+            return exc
+        finally:
+            close()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        got = runner.run(once())
+    assert isinstance(got, (list, NetlinkError)), got

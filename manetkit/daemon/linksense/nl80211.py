@@ -75,21 +75,50 @@ def station_from_message(msg: Any) -> StationInfo | None:
 
 
 def pyroute2_dumper() -> tuple[StationDumper, Callable[[], None]]:
-    """A dumper on a real nl80211 socket (in the calling thread's network namespace)
-    and the function that closes it."""
+    """A dumper on a real nl80211 socket (in the calling process's network namespace)
+    and the function that closes it.
+
+    pyroute2 reads netlink through ``loop.create_datagram_endpoint``, which uvloop (the
+    daemon's loop) refuses for AF_NETLINK ("cannot open a UDP handle, invalid family
+    16"). So the socket lives on a plain asyncio loop in a helper thread (pyroute2 keeps
+    its transport thread-local: it is created, used and closed there) and each dump is
+    handed over to that loop.
+    """
+    import threading
+
     from pyroute2.iwutil import AsyncIW
 
-    iw = AsyncIW()
-    ready = False
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="nl80211", daemon=True)
+    thread.start()
+    iw: AsyncIW | None = None
 
-    async def dump(ifindex: int) -> list[Any]:
-        nonlocal ready
-        if not ready:
+    async def dump_there(ifindex: int) -> list[Any]:
+        nonlocal iw
+        if iw is None:
+            iw = AsyncIW()
             await iw.setup_endpoint()
-            ready = True
         return [m async for m in await iw.get_stations(ifindex)]
 
-    return dump, iw.close
+    async def dump(ifindex: int) -> list[Any]:
+        return await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(dump_there(ifindex), loop)
+        )
+
+    async def close_there() -> None:
+        if iw is not None:
+            iw.close()
+
+    def close() -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(close_there(), loop).result(timeout=5)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            if not thread.is_alive():
+                loop.close()
+
+    return dump, close
 
 
 class StationTracker:
