@@ -1,4 +1,5 @@
-"""``manetkit status [--socket PATH] [--json]``: a running daemon's state as tables."""
+"""``manetkit status [--socket PATH] [--proxy-socket PATH] [--json]``: a running daemon's
+state as tables, and the split-TCP proxy's sessions when a proxy answers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from manetkit.daemon.events import request
 from manetkit.errors import UserError
 
 DEFAULT_SOCKET = "/run/manetkit/events.sock"
+DEFAULT_PROXY_SOCKET = "/run/manetkit/proxy.sock"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -23,25 +25,56 @@ def register(parser: argparse.ArgumentParser) -> None:
         help=f"the daemon's event socket (default: $MANETKIT_EVENT_SOCKET, which `lab exec` "
         f"sets for its node, else {DEFAULT_SOCKET})",
     )
+    parser.add_argument(
+        "--proxy-socket",
+        default=None,
+        help=f"the proxy's status socket (default: $MANETKIT_PROXY_SOCKET, which `lab exec` "
+        f"sets for its node, else {DEFAULT_PROXY_SOCKET}); shown when it answers",
+    )
     parser.add_argument("--lab", help="a lab node's daemon: the lab's name (with --node)")
     parser.add_argument("--node", help="a lab node's daemon: the node (n1, n2, ...)")
     parser.add_argument("--json", action="store_true", help="print the raw status JSON")
     parser.set_defaults(func=main)
 
 
+def _node_lab(args: argparse.Namespace) -> str:
+    from manetkit.lab import paths
+
+    if args.lab is not None:
+        return args.lab
+    labs = sorted(p.name for p in (paths.rundir() / "labs").glob("*"))
+    if len(labs) != 1:
+        raise UserError("--node: say which lab with --lab")
+    return labs[0]
+
+
 def socket_path(args: argparse.Namespace) -> str:
     if args.node:
-        from manetkit.lab import paths
         from manetkit.lab.stacks import daemon_socket
 
-        lab = args.lab
-        if lab is None:
-            labs = sorted(p.name for p in (paths.rundir() / "labs").glob("*"))
-            if len(labs) != 1:
-                raise UserError("--node: say which lab with --lab")
-            lab = labs[0]
-        return str(daemon_socket(lab, args.node))
+        return str(daemon_socket(_node_lab(args), args.node))
     return args.socket or os.environ.get("MANETKIT_EVENT_SOCKET") or DEFAULT_SOCKET
+
+
+def proxy_socket_path(args: argparse.Namespace) -> str:
+    if args.node:
+        from manetkit.lab.stacks import proxy_socket
+
+        return str(proxy_socket(_node_lab(args), args.node))
+    return (
+        getattr(args, "proxy_socket", None)
+        or os.environ.get("MANETKIT_PROXY_SOCKET")
+        or DEFAULT_PROXY_SOCKET
+    )
+
+
+def fetch_proxy(path: str) -> dict[str, Any] | None:
+    """The proxy's status, or None when no proxy answers (a node may run none)."""
+    try:
+        reply = request(path, {"cmd": "status"}, timeout=2)
+    except (OSError, ValueError):
+        return None
+    return reply.get("status") if reply.get("ok") else None
 
 
 def fetch(path: str) -> dict[str, Any]:
@@ -55,12 +88,59 @@ def fetch(path: str) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    st = fetch(socket_path(args))
+    proxy = fetch_proxy(proxy_socket_path(args))
+    try:
+        st: dict[str, Any] | None = fetch(socket_path(args))
+    except UserError:
+        if proxy is None:
+            raise
+        st = None  # a proxy without a daemon (e.g. fixed-rto over static routes)
     if args.json:
-        print(json.dumps(st, indent=2, sort_keys=True))
+        out = dict(st or {})
+        if proxy is not None:
+            out["proxy"] = proxy
+        print(json.dumps(out, indent=2, sort_keys=True))
         return 0
-    render(st, Console())
+    console = Console()
+    if st is not None:
+        render(st, console)
+    else:
+        console.print(f"no daemon answers on {socket_path(args)}")
+    if proxy is not None:
+        render_proxy(proxy, console)
     return 0
+
+
+def render_proxy(st: dict[str, Any], console: Console) -> None:
+    """The proxy's sessions (docs/proxy.md, "Status socket"): one row per session."""
+    console.print(
+        f"[bold]proxy[/bold]  {st.get('mode')} for {st.get('mesh_prefix')}  "
+        f"daemon events {'connected' if st.get('daemon_connected') else 'NOT connected'}  "
+        f"up {st.get('uptime_s')} s"
+    )
+    t = Table(title="proxy sessions")
+    cols = ("session", "role", "peer", "dst", "mode", "state", "from app", "to app")
+    for col in cols + ("resumes", "rto ms", "backoff", "unacked"):
+        t.add_column(col)
+    for s in st.get("sessions") or []:
+        info = s.get("tcp_info") or {}
+        t.add_row(
+            str(s.get("session", ""))[:8],
+            _fmt(s.get("role")),
+            _fmt(s.get("peer")),
+            _fmt(s.get("dst")),
+            _fmt(s.get("mode")),
+            _fmt(s.get("state")),
+            _fmt(s.get("bytes_from_app")),
+            _fmt(s.get("bytes_to_app")),
+            _fmt(s.get("resumes")),
+            _fmt(info.get("rto_ms")),
+            _fmt(info.get("backoff")),
+            _fmt(info.get("unacked")),
+        )
+    console.print(t)
+    counters = st.get("counters") or {}
+    console.print("proxy counters: " + ", ".join(f"{k} {v}" for k, v in sorted(counters.items())))
 
 
 def _fmt(v: Any) -> str:

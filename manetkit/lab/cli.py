@@ -197,7 +197,11 @@ def cmd_exec(args: argparse.Namespace) -> int:
         raise UserError("lab exec: give a command after --, e.g. lab exec n1 -- ip addr")
     sys.stdout.flush()
     # So that `manetkit status` run in the node finds that node's daemon.
-    env = dict(os.environ, MANETKIT_EVENT_SOCKET=str(stacks.daemon_socket(lab, args.node)))
+    env = dict(
+        os.environ,
+        MANETKIT_EVENT_SOCKET=str(stacks.daemon_socket(lab, args.node)),
+        MANETKIT_PROXY_SOCKET=str(stacks.proxy_socket(lab, args.node)),
+    )
     try:
         return subprocess.run(netns.exec_argv(ns, cmd), env=env).returncode
     except KeyboardInterrupt:

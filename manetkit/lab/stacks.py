@@ -11,6 +11,14 @@ station table, event socket ``<lab dir>/nodes/nI/events.sock`` (``daemon_socket`
 ``MANETKIT_LAB_DAEMON_CONFIG`` (a YAML file) is merged into every node's generated
 config, e.g. ``dsr: {broadcast_jitter_ms: 0}`` for a benchmark; the node-specific
 fields (address, lab, event socket) cannot be overridden.
+
+With ``proxy: plain|fixed-rto|elfn|bus`` (``lab up --proxy``) every node also runs
+``manetkit proxy`` (after its daemon in start order) with a generated config
+(``<lab dir>/nodes/nI/proxy.yaml``): that mode for the mesh prefix 10.42.0.0/16, the
+daemon's event socket, status socket ``<lab dir>/nodes/nI/proxy.sock``
+(``proxy_socket``). It is ready when its status socket answers and, with a daemon, it has
+subscribed to the daemon's events. ``MANETKIT_LAB_PROXY_CONFIG`` (YAML) is merged into
+every node's proxy config (e.g. ``partition_timeout``); the sockets are set per node.
 """
 
 from __future__ import annotations
@@ -132,6 +140,78 @@ def daemon_spec(
     )
 
 
+PROXY_NODE_FIELDS = ("daemon_socket", "status_socket")
+PROXY_EXTRA_ENV = "MANETKIT_LAB_PROXY_CONFIG"
+
+
+def proxy_socket(lab: str, node: str) -> Path:
+    return paths.node_dir(lab, node) / "proxy.sock"
+
+
+def proxy_extra_from_env() -> dict[str, Any]:
+    path = os.environ.get(PROXY_EXTRA_ENV)
+    if not path:
+        return {}
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{PROXY_EXTRA_ENV}={path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{PROXY_EXTRA_ENV}={path}: expected a mapping of proxy config fields")
+    bad = [k for k in PROXY_NODE_FIELDS if k in data]
+    if bad:
+        raise UserError(f"{PROXY_EXTRA_ENV}={path}: {', '.join(bad)} are set per node by the lab")
+    return data
+
+
+def proxy_config(
+    lab: str, node: str, mode: str, with_daemon: bool, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "mesh_prefix": "10.42.0.0/16",
+        "mode": mode,
+        # None without a routing daemon: fixed-rto still works, elfn/bus only probe
+        "daemon_socket": str(daemon_socket(lab, node)) if with_daemon else None,
+        "status_socket": str(proxy_socket(lab, node)),
+    }
+    return _merge(cfg, extra or {})
+
+
+def _proxy_ready(lab: str, node: str, with_daemon: bool) -> Callable[[], bool]:
+    def ready() -> bool:
+        from manetkit.daemon.events import request
+
+        try:
+            reply = request(proxy_socket(lab, node), {"cmd": "status"}, timeout=1)
+        except (OSError, ValueError):
+            return False
+        st = reply.get("status") or {}
+        # with a daemon: only once subscribed, so no route event of the run is missed
+        return bool(reply.get("ok")) and (not with_daemon or bool(st.get("daemon_connected")))
+
+    return ready
+
+
+def proxy_spec(
+    lab: str, node: str, mode: str, with_daemon: bool, extra: dict[str, Any] | None = None
+) -> ProcessSpec:
+    cfg = proxy_config(lab, node, mode, with_daemon, extra)
+    from manetkit.proxy.config import parse_config
+
+    parse_config(cfg, f"generated proxy config for {node}")
+    path = paths.node_dir(lab, node) / "proxy.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    argv = [sys.executable, "-m", "manetkit.proxy", "-v", "--config", str(path)]
+    argv += ["--lab", lab, "--node", node]
+    return ProcessSpec(
+        f"proxy-{node}",
+        argv,
+        netns=paths.netns_name(lab, node),
+        ready=_proxy_ready(lab, node, with_daemon),
+    )
+
+
 def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     """Extra processes for ``node`` (``n1``..) given the scenario's ``stack`` and ``proxy``."""
     stack = getattr(scenario, "stack", "none")
@@ -141,6 +221,9 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
         specs.append(daemon_spec(lab, node, stack, extra_from_env()))
     elif stack != "none":
         raise UserError(f"stack {stack!r} is not built (use aodv, dsr or none)")
-    if proxy != "none":
-        raise UserError(f"proxy {proxy!r} is not built yet (use proxy: none)")
+    if proxy in ("plain", "fixed-rto", "elfn", "bus"):
+        with_daemon = stack in ("aodv", "dsr")
+        specs.append(proxy_spec(lab, node, proxy, with_daemon, proxy_extra_from_env()))
+    elif proxy != "none":
+        raise UserError(f"proxy {proxy!r} is not known (use none, plain, fixed-rto, elfn, bus)")
     return specs

@@ -12,6 +12,9 @@ from manetkit.proxy.config import load_config, parse_config
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="YAML configuration (fields: docs/proxy.md)")
     parser.add_argument("--check", action="store_true", help="validate the configuration and exit")
+    # Only labels: `lab down` finds a lab's processes by `--lab <lab>` in their argv.
+    parser.add_argument("--lab", help=argparse.SUPPRESS)
+    parser.add_argument("--node", help=argparse.SUPPRESS)
     parser.set_defaults(func=main)
 
 
