@@ -93,6 +93,11 @@ def test_engine_frames_decode_as_meant():
         ours = [p.option for p in hdr.options]
         assert len(shown) == len(ours)
         for opt, layer in zip(ours, shown, strict=True):
+            if isinstance(opt, dsr.UnknownOption):
+                # manetkit's ELFN option (docs/elfn-bus.md): Wireshark shows its shim
+                # as a PadN over the body; test_elfn_dsr.py checks it in detail.
+                assert layer == {"dsr.option.type": "0", "dsr.option.len": str(len(opt.data) - 2)}
+                continue
             kinds.add(type(opt))
             assert LABELS[type(opt)] in str(list(layers["dsr"]["Options"]))
             assert seen(layer) == tshark_view(opt), (f, opt)

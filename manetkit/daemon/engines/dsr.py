@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from manetkit.daemon.engines.base import (
     Deliver,
@@ -55,17 +55,19 @@ from manetkit.daemon.engines.base import (
     SendFrame,
     TxFailed,
 )
+from manetkit.daemon.engines.bus import BusSettings, BusState, FlowKey, tcp_fields
 from manetkit.daemon.engines.routecache import Path, RouteCache
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer
 from manetkit.daemon.wire import dsr, ipv4
+from manetkit.daemon.wire import manet_ext as mx
 
 BROADCAST = IPv4Address("255.255.255.255")
 _BCAST_PACKED = BROADCAST.packed
 _HOT_REFRESH = 0.1  # s: how often one route's neighbour/cache learning is redone
 
 
-class DsrConfig(BaseModel):
+class DsrConfig(BusSettings):
     """DSR settings (YAML ``dsr:``). Defaults: RFC 4728 section 9; units in the names."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -218,6 +220,10 @@ class DsrEngine(RoutingEngine):
         # A conservative deadline for the route cache's expiry: paths only ever expire
         # later than computed (use refreshes them), so get_timer stays O(1).
         self._cache_check: float | None = None
+        # TCP-BuS (docs/elfn-bus.md): state always exists (notices are understood and
+        # acknowledged even with bus off); holding and repair only with ``bus``.
+        self._bus = BusState(cfg)
+        self._bus_on = cfg.bus
 
     # ------------------------------------------------------------------ helpers
     def _addr(self, b: bytes) -> IPv4Address:
@@ -336,13 +342,18 @@ class DsrEngine(RoutingEngine):
             self._cache_check = self.cache.next_expiry()
         if self.send_buffer.expire(now):
             self._drain_buffer_drops()
-        for target in [t for t in self._discoveries if not self.send_buffer.waiting(t)]:
+        if self._bus.pending or self._bus.holds:
+            for nh, pkt in self._bus.due(now):
+                self._emit(SendFrame(nh, pkt))
+            for pkt in self._bus.expired(now):
+                self._drop("bus-hold-timeout", pkt)
+        for target in [t for t in self._discoveries if not self._wanted(t)]:
             # Nothing waits for this target any more (timed out): stop asking.
             del self._discoveries[target]
 
     def get_timer(self) -> float | None:
         t = self._timers[0][0] if self._timers else None
-        for e in (self.send_buffer.next_expiry(), self._cache_check):
+        for e in (self.send_buffer.next_expiry(), self._cache_check, self._bus.next_timer()):
             if e is not None and (t is None or e < t):
                 t = e
         return t
@@ -387,6 +398,8 @@ class DsrEngine(RoutingEngine):
             self._hot[key] = hot
         if not sl:
             self._deliver(packet, ihl, total, control)
+            return
+        if self._bus_on and not control and self._bus_forwarding(now, packet, ihl, o, total):
             return
         buf = bytearray(packet[:total])
         buf[o + 3] = b3 - 1  # Segments Left is the low 6 bits and is >= 1 here
@@ -485,6 +498,8 @@ class DsrEngine(RoutingEngine):
         )
         for pkt in self.send_buffer.release(dst):
             self._send_data(pkt, route)
+        if self._bus.holds:
+            self._bus_repaired(now, dst)
 
     # ------------------------------------------------------------------ control path
     def _control(
@@ -498,9 +513,14 @@ class DsrEngine(RoutingEngine):
         buf = bytearray(packet)
         keep: list[dsr.ParsedOption] = []
         changed = False
+        items: list[mx.Item] = []
         for p in hdr.options:
             opt = p.option
-            if isinstance(opt, dsr.UnknownOption):
+            if isinstance(opt, dsr.UnknownOption) and opt.type in mx.DSR_TYPES:
+                item = mx.from_dsr(opt.type, opt.data)
+                if item is not None:
+                    items.append(item)
+            elif isinstance(opt, dsr.UnknownOption):
                 action = dsr.unknown_option_action(opt.type)
                 self.counters[f"unknown-option-{action}"] += 1
                 if action == "drop":
@@ -515,18 +535,31 @@ class DsrEngine(RoutingEngine):
             inner = bytes(packet[hdr.end : ip.total_length])
             buf = bytearray(_with_options(packet, ip, hdr.next_header, opts, inner))
             ip, hdr = dsr.parse(buf)
+        elfn = next((i for i in items if isinstance(i, mx.Flow)), None)
         for p in hdr.options:
             opt = p.option
             if isinstance(opt, dsr.RouteError):
-                self._route_error_seen(now, ip, opt)
+                self._route_error_seen(now, ip, opt, elfn)
             elif isinstance(opt, dsr.RouteReply):
                 self.counters["replies-seen"] += 1
                 self._learn_around(now, [ip.dst, *opt.addresses])
         sr = hdr.first(dsr.SourceRoute)
+        relay: list[mx.Notice] = []
+        if items:
+            relay = self._bus_control(now, ip, sr, buf, src_mac, items)
+            if relay is None:
+                return  # a duplicate notice: acknowledged again, not relayed again
         if sr is not None:
+            mark = len(self._actions)
             self._source_routed(
                 now, bytes(buf), ip.ihl, sr.offset, ip.total_length, src_mac, rssi, True
             )
+            if relay and self._bus_on:
+                # Relayed an ERDN/ERSN: keep it until the next hop acknowledges it.
+                sent = [a for a in list(self._actions)[mark:] if isinstance(a, SendFrame)]
+                for a in sent[:1]:
+                    for n in relay:
+                        self._bus.sent(now, n.key, a.next_hop, a.packet)  # type: ignore[arg-type]
             return
         if ip.dst == self.address:
             # A one-hop control packet without a Source Route (other implementations).
@@ -678,7 +711,7 @@ class DsrEngine(RoutingEngine):
 
     def _discovery_timeout(self, now: float, d: _Discovery) -> None:
         cfg = self.config
-        if not self.send_buffer.waiting(d.target):
+        if not self._wanted(d.target):
             del self._discoveries[d.target]
             return
         if d.attempts > cfg.max_request_rexmt:
@@ -687,6 +720,7 @@ class DsrEngine(RoutingEngine):
             self.counters["discoveries-failed"] += 1
             self.send_buffer.discard(d.target, "no-route")
             self._drain_buffer_drops()
+            self._bus_give_up(d.target)
             self._emit(Notify("route-down", {"dst": str(d.target), "reason": "no-route"}))
             return
         self._send_request(d, ttl=cfg.discovery_hop_limit)
@@ -784,7 +818,7 @@ class DsrEngine(RoutingEngine):
         return ip, hdr, inner, fields
 
     def _maintain(self, now: float, neighbour: IPv4Address, packet: bytes, failed: tuple) -> None:
-        ip, hdr, inner, _fields = failed
+        ip, hdr, inner, fields = failed
         sr = hdr.first(dsr.SourceRoute)
         salvage = sr.option.salvage if sr is not None else 0
         is_error = bool(hdr.find(dsr.RouteError))
@@ -796,13 +830,26 @@ class DsrEngine(RoutingEngine):
             self.counters["rerouted"] += 1
             self.send_local(now, inner)
             return
-        if not is_error:
-            self._send_error(now, ip.src, neighbour, salvage)
-        else:
+        if is_error:
             self._drop("link-broken", packet)  # never a Route Error about a Route Error
             return
-        if hdr.next_header == dsr.NO_NEXT_HEADER:
+        data = hdr.next_header != dsr.NO_NEXT_HEADER
+        flow = _flow(fields) if data else None
+        key = None
+        if self._bus_on and flow is not None and flow.proto == ipv4.PROTO_TCP:
+            key = (flow.src.packed, flow.dst.packed, flow.sport, flow.dport)
+            if key in self._bus.holds:
+                self._bus_hold(key, packet)  # this flow's break is already being handled
+                return
+        notices: list[mx.Item] = [flow] if flow is not None else []
+        if key is not None and flow is not None:
+            notices.append(mx.Notice(mx.KIND_ERDN, self._bus.next_ident(), self.address, flow))
+        self._send_error(now, ip.src, neighbour, salvage, notices)
+        if not data:
             self._drop("link-broken", packet)
+            return
+        if key is not None:
+            self._bus_pivot(now, key, ip, sr.option if sr is not None else None, packet, flow)
             return
         if self.config.salvage and salvage < self.config.max_salvage_count:
             route = self.cache.lookup(now, ip.dst)
@@ -814,25 +861,55 @@ class DsrEngine(RoutingEngine):
         self._drop("link-broken", packet)
 
     def _send_error(
-        self, now: float, to: IPv4Address, unreachable: IPv4Address, salvage: int
+        self,
+        now: float,
+        to: IPv4Address,
+        unreachable: IPv4Address,
+        salvage: int,
+        notices: list[mx.Item] | None = None,
     ) -> None:
-        """A NODE_UNREACHABLE Route Error to the failed packet's source (8.3.4)."""
-        route = self.cache.lookup(now, to)
-        if route is None:
-            self.counters["errors-unroutable"] += 1
-            return
-        hops = route[1:-1]
+        """A NODE_UNREACHABLE Route Error to the failed packet's source (8.3.4), with
+        manetkit's ELFN (and ERDN) options in the same DSR header."""
         err = dsr.RouteError.node_unreachable(self.address, to, unreachable, salvage)
+        if self._send_control(now, to, [err], notices or []):
+            self.counters["errors-sent"] += 1
+        else:
+            self.counters["errors-unroutable"] += 1
+
+    def _send_control(
+        self,
+        now: float,
+        to: IPv4Address,
+        options: list,
+        notices: list[mx.Item],
+        fallback: tuple[IPv4Address, ...] = (),
+    ) -> bool:
+        """Source-route ``options`` plus ``notices`` to ``to`` by the cache (else by
+        ``fallback``, a path from here to ``to``); ERDN/ERSN are kept for retransmission
+        until acknowledged. False when there is no route."""
+        route = self.cache.lookup(now, to) or (fallback if len(fallback) >= 2 else None)
+        if route is None:
+            return False
+        hops = route[1:-1]
         pkt = dsr.encapsulate(
             dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit),
-            [err, dsr.SourceRoute(hops, len(hops))],
+            [*options, *(mx.dsr_option(n) for n in notices), dsr.SourceRoute(hops, len(hops))],
             dsr.NO_NEXT_HEADER,
         )
-        self.counters["errors-sent"] += 1
         self._emit(SendFrame(route[1], pkt))
+        for n in notices:
+            if isinstance(n, mx.Notice):
+                self._bus.sent(now, n.key, route[1], pkt)
+        return True
 
-    def _route_error_seen(self, now: float, ip: ipv4.IPv4Header, err: dsr.RouteError) -> None:
-        """Any node handling a Route Error cuts the broken link (RFC 4728 8.3.5)."""
+    def _route_error_seen(
+        self, now: float, ip: ipv4.IPv4Header, err: dsr.RouteError, elfn: mx.Flow | None = None
+    ) -> None:
+        """Any node handling a Route Error cuts the broken link (RFC 4728 8.3.5).
+
+        At the error's destination (the failed packet's source) an ELFN option adds the
+        failed packet's flow to the route-down event (Holland & Vaidya section 6).
+        """
         self.counters["errors-seen"] += 1
         bad = err.unreachable
         if bad is None:
@@ -842,18 +919,195 @@ class DsrEngine(RoutingEngine):
             return
         for dst, next_hop in sorted(lost.items()):
             self._down.add(dst)
-            self._emit(
-                Notify(
-                    "route-down",
-                    {
-                        "dst": str(dst),
-                        "next_hop": str(next_hop),
-                        "reason": "rerr",
-                        "broken_link": [str(err.error_src), str(bad)],
-                        "broken_by": str(err.error_src),
-                    },
-                )
-            )
+            fields: dict[str, Any] = {
+                "dst": str(dst),
+                "next_hop": str(next_hop),
+                "reason": "rerr",
+                "broken_link": [str(err.error_src), str(bad)],
+                "broken_by": str(err.error_src),
+            }
+            if elfn is not None and elfn.dst == dst and elfn.src == self.address:
+                fields.update(elfn.fields(), elfn=True)
+                if elfn.proto == ipv4.PROTO_TCP:
+                    fields["seq"] = elfn.seq
+                self.counters["elfn-received"] += 1
+            self._emit(Notify("route-down", fields))
+
+    # ------------------------------------------------------------------ TCP-BuS
+    def _wanted(self, target: IPv4Address) -> bool:
+        """Something waits for a route to ``target``: our send buffer or a pivot hold."""
+        if self.send_buffer.waiting(target):
+            return True
+        t = target.packed
+        return any(h.pivot and k[1] == t for k, h in self._bus.holds.items())
+
+    def _bus_hold(self, key: FlowKey, packet: bytes) -> None:
+        old = self._bus.hold(key, packet)
+        if old is not None:
+            self._drop("bus-hold-full", old)  # type: ignore[arg-type]
+
+    def _bus_forwarding(self, now: float, packet: bytes, ihl: int, o: int, total: int) -> bool:
+        """A data packet about to be forwarded (bus on): note its ACK number for
+        Last_ACK, and keep it if its flow is held here (Kim, Toh & Choi IV-C)."""
+        end = ihl + dsr.HEADER_LEN + ((packet[ihl + 2] << 8) | packet[ihl + 3])
+        tcp = tcp_fields(packet, packet[ihl], end)
+        if tcp is None:
+            return False
+        self._bus.observe(packet[12:16], packet[16:20], tcp)
+        key = (packet[12:16], packet[16:20], tcp[0], tcp[1])
+        if key not in self._bus.holds:
+            return False
+        self._bus_hold(key, packet[:total])
+        return True
+
+    def _bus_pivot(
+        self,
+        now: float,
+        key: FlowKey,
+        ip: ipv4.IPv4Header,
+        sr: dsr.SourceRoute | None,
+        packet: bytes,
+        flow: mx.Flow,
+    ) -> None:
+        """This node is the pivot of ``flow``: hold its packets and repair locally (a
+        cached route at once, else a Route Discovery from here), then ERSN."""
+        h = self._bus.start(now, key, pivot=True)
+        h.head_seq = flow.seq
+        if sr is not None:
+            full = ([ip.src] if sr.salvage == 0 else []) + list(sr.addresses) + [ip.dst]
+            if self.address in full:
+                h.upstream = tuple(full[: full.index(self.address) + 1])
+        self._bus_hold(key, packet)
+        self.counters["bus-pivot"] += 1
+        if self.cache.lookup(now, ip.dst) is not None:
+            self._bus_repaired(now, ip.dst)
+        elif ip.dst not in self._discoveries:
+            self._start_discovery(now, ip.dst)
+
+    def _bus_repaired(self, now: float, dst: IPv4Address) -> None:
+        """A route to ``dst`` exists again: every pivot hold for it sends its ERSN
+        (with the new full route as a Route Reply, so the source and the nodes on the
+        way learn it) and its packets go out in order over the new route."""
+        route = self.cache.lookup(now, dst)
+        if route is None:
+            return
+        for key in [k for k, h in self._bus.holds.items() if h.pivot and k[1] == dst.packed]:
+            h = self._bus.holds[key]
+            src = self._addr(key[0])
+            last_ack = self._bus.last_ack.get(key)
+            flow = mx.Flow(
+                src, dst, key[2], key[3],
+                h.head_seq if last_ack is None else last_ack,
+                flags=0 if last_ack is None else mx.FLAG_LAST_ACK_KNOWN,
+            )  # fmt: skip
+            ersn = mx.Notice(mx.KIND_ERSN, self._bus.next_ident(), self.address, flow)
+            options: list = []
+            full = (*h.upstream, *route[1:])
+            if h.upstream and h.upstream[0] == src and len(set(full)) == len(full):
+                options.append(dsr.RouteReply(full[1:]))
+            back = tuple(reversed(h.upstream))
+            self.counters["bus-ersn-sent"] += 1
+            self._send_control(now, src, options, [ersn], back)
+            for pkt in self._bus.release(key):
+                self._bus_resend(now, pkt)
+
+    def _bus_resend(self, now: float, packet: bytes) -> None:
+        """Send a held packet on: over this node's route to its destination (salvaged,
+        RFC 4728 8.4.3), else along its own source route."""
+        try:
+            ip, hdr = dsr.parse(packet)
+            inner = dsr.strip(packet)
+        except ValueError:
+            self._drop("malformed", packet)
+            return
+        sr = hdr.first(dsr.SourceRoute)
+        salvage = sr.option.salvage if sr is not None else 0
+        route = self.cache.lookup(now, ip.dst)
+        if route is not None and salvage < self.config.max_salvage_count:
+            self._send_data(inner, route, salvage + 1)
+        elif sr is not None:
+            self._source_routed(now, packet, ip.ihl, sr.offset, ip.total_length, None, None, False)
+        else:
+            self._drop("bus-no-route", packet)
+
+    def _bus_give_up(self, dst: IPv4Address) -> None:
+        """Discovery for ``dst`` failed: the pivot holds for it are dropped."""
+        for key in [k for k, h in self._bus.holds.items() if h.pivot and k[1] == dst.packed]:
+            for pkt in self._bus.release(key):
+                self._drop("no-route", pkt)
+
+    def _bus_control(
+        self,
+        now: float,
+        ip: ipv4.IPv4Header,
+        sr: dsr.ParsedOption | None,
+        buf: bytearray,
+        src_mac: bytes | None,
+        items: list[mx.Item],
+    ) -> list[mx.Notice] | None:
+        """manetkit notices in a control packet. Returns the ERDN/ERSN this node must
+        relay reliably, or None for a duplicate (acknowledged again, not relayed)."""
+        receiver, prev, final = self._position(ip, sr, buf)
+        relay: list[mx.Notice] = []
+        for it in items:
+            if isinstance(it, mx.BusAck):
+                if ip.dst == self.address:
+                    self._bus.acked(it.key)
+            elif isinstance(it, mx.Notice):
+                if not receiver:
+                    # Overheard the next hop relaying it: a passive acknowledgement.
+                    by = self.neighbours.address_of(src_mac) if src_mac else None
+                    if by is not None:
+                        self._bus.acked(it.key, by)
+                    continue
+                if prev is not None:
+                    ack = mx.BusAck(it.kind, it.ident, it.pivot)
+                    pkt = dsr.encapsulate(
+                        dsr.IPFields(self.address, prev, ttl=1),
+                        [mx.dsr_option(ack)],
+                        dsr.NO_NEXT_HEADER,
+                    )
+                    self._emit(SendFrame(prev, pkt))
+                if not self._bus.first_time(now, it.key):
+                    return None
+                self._bus_notice(now, it)
+                if not final:
+                    relay.append(it)
+        return relay
+
+    def _position(
+        self, ip: ipv4.IPv4Header, sr: dsr.ParsedOption | None, buf: bytearray
+    ) -> tuple[bool, IPv4Address | None, bool]:
+        """(this node is the packet's receiver, the previous hop, it is the final one)."""
+        final = ip.dst == self.address
+        if sr is None:
+            return final, ip.src, final
+        opt = sr.option
+        assert isinstance(opt, dsr.SourceRoute)
+        full = ([ip.src] if opt.salvage == 0 else []) + list(opt.addresses) + [ip.dst]
+        idx = len(full) - 1 - opt.segments_left
+        if full[idx] != self.address or idx == 0:
+            return False, None, False
+        return True, full[idx - 1], idx == len(full) - 1
+
+    def _bus_notice(self, now: float, n: mx.Notice) -> None:
+        """An ERDN/ERSN reached this node (first copy): the source reports it; a node
+        on the way holds the flow (ERDN) or releases it (ERSN)."""
+        f = n.flow
+        key = (f.src.packed, f.dst.packed, f.sport, f.dport)
+        base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
+        if n.kind == mx.KIND_ERDN:
+            self.counters["bus-erdn-received"] += 1
+            if f.src == self.address:
+                self._emit(Notify("erdn", base | {"seq": f.seq, "pivot": str(n.pivot)}))
+            elif self._bus_on:
+                self._bus.start(now, key)
+            return
+        self.counters["bus-ersn-received"] += 1
+        if f.src == self.address:
+            self._emit(Notify("ersn", base | {"last_ack": f.seq, "pivot": str(n.pivot)}))
+        for pkt in self._bus.release(key):
+            self._bus_resend(now, pkt)
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:
@@ -888,7 +1142,20 @@ class DsrEngine(RoutingEngine):
             },
             "send_buffer_drops": dict(self.send_buffer.drops),
             "counters": dict(self.counters),
+            "bus": self._bus.status(),
         }
+
+
+def _flow(fields: dict[str, Any]) -> mx.Flow:
+    """The ELFN notice of a failed packet (ports and sequence 0 when not TCP)."""
+    return mx.Flow(
+        IPv4Address(fields["src"]),
+        IPv4Address(fields["dst"]),
+        fields.get("sport", 0),
+        fields.get("dport", 0),
+        fields.get("seq", 0),
+        fields["proto"],
+    )
 
 
 def _with_options(

@@ -1,0 +1,188 @@
+"""TCP-BuS state shared by the DSR and AODV engines (Kim, Toh & Choi section IV), sans-I/O.
+
+- Holds (IV-B/C): per TCP flow, the packets a node keeps instead of forwarding while a
+  route is broken downstream: at the pivot (the node that detected the break) and at
+  every node between it and the source once the ERDN has passed. Bounded: a full hold
+  drops its oldest packet, and a hold older than ``hold_s`` is given up.
+- Reliable notices (IV-D): every ERDN/ERSN a node transmits is retransmitted every
+  ``rexmt_s`` until the next hop acknowledges it (BUS-ACK) or is overheard relaying it,
+  at most ``max_rexmt`` times.
+- Last_ACK: the latest TCP acknowledgement number a node forwarded for each flow, so a
+  pivot can put the receiver's Last_ACK into its ERSN.
+
+The engines decide when to hold, what to send and to whom; this module keeps the
+state and the clock arithmetic only.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FlowKey = tuple[bytes, bytes, int, int]  # src, dst (packed), sport, dport: data direction
+NoticeKey = tuple[int, int, IPv4Address]  # kind, ident, pivot
+
+
+class BusSettings(BaseModel):
+    """The ``bus*`` fields of the ``dsr:`` and ``aodv:`` config sections."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bus: bool = Field(False, description="TCP-BuS: ERDN/ERSN, holding and local repair")
+    bus_rexmt_ms: float = Field(
+        200.0, gt=0, le=10_000, description="ERDN/ERSN retransmission interval until acked"
+    )
+    bus_max_rexmt: int = Field(10, ge=0, le=100, description="ERDN/ERSN retransmissions at most")
+    bus_hold_packets: int = Field(
+        64, ge=1, le=100_000, description="packets held per flow while a route is broken"
+    )
+    bus_hold_s: float = Field(
+        30.0, gt=0, le=3600, description="a hold not released by an ERSN this long is dropped"
+    )
+
+
+def tcp_fields(packet: bytes | bytearray, ip_proto: int, off: int) -> tuple[int, ...] | None:
+    """(sport, dport, seq, ack, flags) of the TCP header at ``off``, or None."""
+    if ip_proto != 6 or len(packet) < off + 14:
+        return None
+    sport, dport, seq, ack = struct.unpack_from("!HHII", packet, off)
+    return sport, dport, seq, ack, packet[off + 13]
+
+
+@dataclass(slots=True)
+class Hold:
+    """The packets of one flow a node keeps back, in arrival order."""
+
+    since: float
+    pivot: bool
+    packets: deque = field(default_factory=deque)
+    upstream: tuple[IPv4Address, ...] = ()  # pivot only: the path source..pivot
+    head_seq: int = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    next_hop: IPv4Address
+    packet: bytes
+    due: float
+    tries: int = 0
+
+
+class BusState:
+    """Holds, reliable notices in flight and Last_ACKs for one node."""
+
+    def __init__(self, s: BusSettings) -> None:
+        self.settings = s
+        self.rexmt = s.bus_rexmt_ms / 1000
+        self.holds: dict[FlowKey, Hold] = {}
+        self.pending: dict[NoticeKey, _Pending] = {}
+        self.seen: dict[NoticeKey, float] = {}  # notices handled here (duplicates: ack only)
+        self.last_ack: dict[FlowKey, int] = {}
+        self.counters: Counter[str] = Counter()
+        self._ident = 0
+
+    def next_ident(self) -> int:
+        self._ident = (self._ident + 1) & 0xFFFF
+        return self._ident
+
+    # -- holds
+    def start(self, now: float, key: FlowKey, pivot: bool = False) -> Hold:
+        h = self.holds.get(key)
+        if h is None:
+            h = self.holds[key] = Hold(now, pivot)
+            self.counters["holds"] += 1
+        elif pivot:
+            h.pivot = True
+        return h
+
+    def hold(self, key: FlowKey, item: object) -> object | None:
+        """Keep ``item``; returns the oldest item dropped when the hold is full."""
+        h = self.holds[key]
+        h.packets.append(item)
+        self.counters["held"] += 1
+        if len(h.packets) > self.settings.bus_hold_packets:
+            self.counters["hold-full"] += 1
+            return h.packets.popleft()
+        return None
+
+    def release(self, key: FlowKey) -> list:
+        h = self.holds.pop(key, None)
+        if h is None:
+            return []
+        self.counters["released"] += len(h.packets)
+        return list(h.packets)
+
+    def expired(self, now: float) -> list:
+        """Items of holds older than ``bus_hold_s`` (given up; the caller drops them)."""
+        out: list = []
+        for key in [k for k, h in self.holds.items() if now - h.since >= self.settings.bus_hold_s]:
+            out += self.holds.pop(key).packets
+            self.counters["holds-expired"] += 1
+        return out
+
+    # -- reliable notices
+    def sent(self, now: float, key: NoticeKey, next_hop: IPv4Address, packet: bytes) -> None:
+        """``packet`` (an ERDN/ERSN) just went to ``next_hop``: retransmit until acked."""
+        self.pending[key] = _Pending(next_hop, packet, now + self.rexmt)
+
+    def acked(self, key: NoticeKey, by: IPv4Address | None = None) -> bool:
+        p = self.pending.get(key)
+        if p is None or (by is not None and by != p.next_hop):
+            return False
+        del self.pending[key]
+        self.counters["acked"] += 1
+        return True
+
+    def due(self, now: float) -> list[tuple[IPv4Address, bytes]]:
+        """Retransmissions due now; notices out of tries are given up."""
+        out = []
+        for key, p in list(self.pending.items()):
+            if p.due > now:
+                continue
+            if p.tries >= self.settings.bus_max_rexmt:
+                del self.pending[key]
+                self.counters["notices-given-up"] += 1
+                continue
+            p.tries += 1
+            p.due = now + self.rexmt
+            self.counters["retransmitted"] += 1
+            out.append((p.next_hop, p.packet))
+        if len(self.seen) > 256:
+            self.seen = {k: t for k, t in self.seen.items() if now - t < 60}
+        return out
+
+    def next_timer(self) -> float | None:
+        t = min((p.due for p in self.pending.values()), default=None)
+        if self.holds:
+            h = min(h.since for h in self.holds.values()) + self.settings.bus_hold_s
+            t = h if t is None else min(t, h)
+        return t
+
+    def first_time(self, now: float, key: NoticeKey) -> bool:
+        """True the first time this node handles the notice ``key``."""
+        if key in self.seen:
+            self.counters["duplicates"] += 1
+            return False
+        self.seen[key] = now
+        return True
+
+    # -- Last_ACK
+    def observe(self, src: bytes, dst: bytes, tcp: tuple[int, ...] | None) -> None:
+        """A forwarded TCP segment src->dst: its ACK number is the Last_ACK of the
+        reverse flow (dst->src data)."""
+        if tcp is not None and tcp[4] & 0x10:
+            if len(self.last_ack) > 4096:
+                self.last_ack.clear()
+            self.last_ack[(dst, src, tcp[1], tcp[0])] = tcp[3]
+
+    def status(self) -> dict:
+        return {
+            "holds": len(self.holds),
+            "held_packets": sum(len(h.packets) for h in self.holds.values()),
+            "pending_notices": len(self.pending),
+            "counters": dict(self.counters),
+        }
