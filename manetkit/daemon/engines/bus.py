@@ -69,6 +69,7 @@ class _Pending:
     next_hop: IPv4Address
     packet: bytes
     due: float
+    flow: FlowKey | None = None
     tries: int = 0
 
 
@@ -82,6 +83,9 @@ class BusState:
         self.pending: dict[NoticeKey, _Pending] = {}
         self.seen: dict[NoticeKey, float] = {}  # notices handled here (duplicates: ack only)
         self.last_ack: dict[FlowKey, int] = {}
+        # (flow, pivot) -> ident of the latest ERSN seen: an ERDN from that pivot with
+        # an older ident (a late retransmission) must not hold the flow again.
+        self.ersn_ident: dict[tuple[FlowKey, IPv4Address], int] = {}
         self.counters: Counter[str] = Counter()
         self._ident = 0
 
@@ -125,9 +129,29 @@ class BusState:
         return out
 
     # -- reliable notices
-    def sent(self, now: float, key: NoticeKey, next_hop: IPv4Address, packet: bytes) -> None:
+    def sent(
+        self,
+        now: float,
+        key: NoticeKey,
+        next_hop: IPv4Address,
+        packet: bytes,
+        flow: FlowKey | None = None,
+    ) -> None:
         """``packet`` (an ERDN/ERSN) just went to ``next_hop``: retransmit until acked."""
-        self.pending[key] = _Pending(next_hop, packet, now + self.rexmt)
+        self.pending[key] = _Pending(next_hop, packet, now + self.rexmt, flow)
+
+    def ersn(self, flow: FlowKey, pivot: IPv4Address, ident: int) -> None:
+        """An ERSN for ``flow`` from ``pivot``: it supersedes that pivot's ERDNs."""
+        self.ersn_ident[(flow, pivot)] = ident
+        for key, p in list(self.pending.items()):
+            if key[0] == 1 and key[2] == pivot and p.flow == flow:
+                del self.pending[key]
+                self.counters["erdn-superseded"] += 1
+
+    def stale_erdn(self, flow: FlowKey, pivot: IPv4Address, ident: int) -> bool:
+        """An ERDN older than an ERSN already seen from the same pivot (16-bit idents)."""
+        last = self.ersn_ident.get((flow, pivot))
+        return last is not None and 0 < ((last - ident) & 0xFFFF) < 0x8000
 
     def acked(self, key: NoticeKey, by: IPv4Address | None = None) -> bool:
         p = self.pending.get(key)

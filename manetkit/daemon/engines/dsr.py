@@ -559,7 +559,7 @@ class DsrEngine(RoutingEngine):
                 sent = [a for a in list(self._actions)[mark:] if isinstance(a, SendFrame)]
                 for a in sent[:1]:
                     for n in relay:
-                        self._bus.sent(now, n.key, a.next_hop, a.packet)  # type: ignore[arg-type]
+                        self._bus.sent(now, n.key, a.next_hop, a.packet, _key(n.flow))
             return
         if ip.dst == self.address:
             # A one-hop control packet without a Source Route (other implementations).
@@ -899,7 +899,7 @@ class DsrEngine(RoutingEngine):
         self._emit(SendFrame(route[1], pkt))
         for n in notices:
             if isinstance(n, mx.Notice):
-                self._bus.sent(now, n.key, route[1], pkt)
+                self._bus.sent(now, n.key, route[1], pkt, _key(n.flow))
         return True
 
     def _route_error_seen(
@@ -1001,6 +1001,7 @@ class DsrEngine(RoutingEngine):
                 flags=0 if last_ack is None else mx.FLAG_LAST_ACK_KNOWN,
             )  # fmt: skip
             ersn = mx.Notice(mx.KIND_ERSN, self._bus.next_ident(), self.address, flow)
+            self._bus.ersn(key, self.address, ersn.ident)
             options: list = []
             full = (*h.upstream, *route[1:])
             if h.upstream and h.upstream[0] == src and len(set(full)) == len(full):
@@ -1070,8 +1071,7 @@ class DsrEngine(RoutingEngine):
                     self._emit(SendFrame(prev, pkt))
                 if not self._bus.first_time(now, it.key):
                     return None
-                self._bus_notice(now, it)
-                if not final:
+                if self._bus_notice(now, it) and not final:
                     relay.append(it)
         return relay
 
@@ -1090,24 +1090,30 @@ class DsrEngine(RoutingEngine):
             return False, None, False
         return True, full[idx - 1], idx == len(full) - 1
 
-    def _bus_notice(self, now: float, n: mx.Notice) -> None:
+    def _bus_notice(self, now: float, n: mx.Notice) -> bool:
         """An ERDN/ERSN reached this node (first copy): the source reports it; a node
-        on the way holds the flow (ERDN) or releases it (ERSN)."""
+        on the way holds the flow (ERDN) or releases it (ERSN). False for a stale ERDN
+        (overtaken by its ERSN), which is not relayed."""
         f = n.flow
-        key = (f.src.packed, f.dst.packed, f.sport, f.dport)
+        key = _key(f)
         base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
         if n.kind == mx.KIND_ERDN:
             self.counters["bus-erdn-received"] += 1
+            if self._bus.stale_erdn(key, n.pivot, n.ident):
+                self.counters["bus-erdn-stale"] += 1
+                return False
             if f.src == self.address:
                 self._emit(Notify("erdn", base | {"seq": f.seq, "pivot": str(n.pivot)}))
             elif self._bus_on:
                 self._bus.start(now, key)
-            return
+            return True
         self.counters["bus-ersn-received"] += 1
+        self._bus.ersn(key, n.pivot, n.ident)
         if f.src == self.address:
             self._emit(Notify("ersn", base | {"last_ack": f.seq, "pivot": str(n.pivot)}))
         for pkt in self._bus.release(key):
             self._bus_resend(now, pkt)
+        return True
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:
@@ -1144,6 +1150,10 @@ class DsrEngine(RoutingEngine):
             "counters": dict(self.counters),
             "bus": self._bus.status(),
         }
+
+
+def _key(f: mx.Flow) -> FlowKey:
+    return f.src.packed, f.dst.packed, f.sport, f.dport
 
 
 def _flow(fields: dict[str, Any]) -> mx.Flow:
