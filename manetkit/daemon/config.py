@@ -14,9 +14,9 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.errors import UserError
 
 # Worst-case radio MTU: every 802.11 / Ethernet radio manetkit runs on carries 1500 bytes.
@@ -256,27 +256,8 @@ def _flatten(exc: Exception) -> str:
 
 def parse_config(data: Any, source: str = "config") -> DaemonConfig:
     """Validate a parsed YAML document; raises :class:`UserError` naming field and reason."""
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
-    try:
-        return DaemonConfig.model_validate(data)
-    except ValidationError as exc:
-        lines = []
-        for e in exc.errors():
-            loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
-            msg = e["msg"].removeprefix("Value error, ")
-            lines.append(f"  {loc}: {msg}")
-        raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines)) from None
+    return validate(DaemonConfig, data, source)
 
 
 def load_config(path: str | Path) -> DaemonConfig:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise UserError(f"cannot read config {p}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"{p}: not valid YAML: {exc}") from None
-    return parse_config(data, str(p))
+    return parse_config(read_yaml_mapping(path), str(path))

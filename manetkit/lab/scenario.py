@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.errors import UserError
 from manetkit.lab import paths
 from manetkit.lab.medium.airtime import (
@@ -236,24 +237,8 @@ def apply_overrides(data: dict, overrides: dict[str, str]) -> dict:
     return data
 
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in ("static", "random-waypoint", "setdest"):
-            continue  # the discriminator tag pydantic inserts; not a field
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    lines = [f"{source}: invalid scenario:"]
-    for err in exc.errors():
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"  {_loc(tuple(err['loc']))}: {msg}")
-    return "\n".join(lines)
+# Discriminator values pydantic puts into error locations (see configfile.field_path).
+_MOBILITY_TAGS = ("static", "random-waypoint", "setdest")
 
 
 def scenario_from_dict(
@@ -262,10 +247,9 @@ def scenario_from_dict(
     """Validate a scenario given as a dict; errors as :class:`UserError`."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: a scenario must be a YAML mapping, got {type(data).__name__}")
-    try:
-        sc = Scenario.model_validate({**data, "base_dir": base_dir or Path(".")})
-    except ValidationError as exc:
-        raise UserError(format_validation_error(source, exc)) from None
+    sc = validate(
+        Scenario, {**data, "base_dir": base_dir or Path(".")}, source, "scenario", _MOBILITY_TAGS
+    )
     if isinstance(sc.mobility, SetdestMobility):
         # Parse now so a malformed movement file is refused at load, with its line numbers.
         from manetkit.lab.medium.setdest import load_setdest
@@ -277,18 +261,7 @@ def scenario_from_dict(
 def load_scenario(path: str | Path, overrides: dict[str, str] | None = None) -> Scenario:
     """Read, override and validate a scenario file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UserError(f"scenario {path}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML: {exc}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: a scenario must be a YAML mapping")
+    data = read_yaml_mapping(path, "scenario")
     if overrides:
         data = apply_overrides(data, overrides)
     return scenario_from_dict(data, str(path), path.resolve().parent)
