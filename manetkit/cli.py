@@ -70,5 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def part_main(command: str, argv: list[str] | None = None) -> int:
+    """``python -m manetkit.<part> ARGS`` = ``manetkit [-v] <command> ARGS``.
+
+    ``-v`` flags may come anywhere in ARGS (the lab passes them first).
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = [a for a in argv if a in ("-v", "-vv", "--verbose")]
+    rest = [a for a in argv if a not in ("-v", "-vv", "--verbose")]
+    return main([*verbose, command, *rest])
+
+
 if __name__ == "__main__":
     sys.exit(main())
