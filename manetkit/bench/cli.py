@@ -16,6 +16,7 @@ BENCHES: list[tuple[str, str]] = [
     ("dataplane", "daemon forwarding over veth pairs vs the kernel's own forwarding"),
     ("daemon", "daemon CPU and RSS idle and while forwarding"),
     ("flap", "bulk TCP over a flapping 3-hop chain: plain, fixed-rto, elfn, bus"),
+    ("proxy", "split-TCP proxy overhead: lab chain vs plain, fast veth through a proxy pair"),
     ("labup", "time to bring a lab up and down (rwp-30: goal under 30 s, nothing left)"),
 ]
 

@@ -1,0 +1,321 @@
+"""``manetkit bench flap``: bulk TCP over a 3-hop chain whose middle link flaps.
+
+Issue 4, "Must show": chain-4 (n1 -- n2 -- n3 -- n4, 2 Mbit/s, DSR daemons), one bulk
+TCP transfer n1 -> n4; the middle link n2-n3 goes down for ``--down`` s (3) every
+``--period`` s (15), the first time ``--first`` s (5) into the measured window. For
+each mode (plain = no proxy at all; fixed-rto, elfn, bus = ``lab up --proxy MODE``):
+
+* goodput: bytes the receiving application got during the window / its length;
+* recovery: for each restoration, the time from ``link up`` to the next byte the
+  receiving application gets (Holland & Vaidya measure the same stall from the sender:
+  how long TCP stays silent after the route is back, section 5);
+* integrity: the received bytes are a prefix of the sent stream (SHA-256), and the
+  sender saw no error.
+
+The sender and receiver are this module (``python -m manetkit.bench.flap send|recv``),
+run inside the nodes: the stream is deterministic, so the received prefix is checked
+without waiting for the proxies to drain their buffers. A fresh lab per mode, always
+brought down.
+
+bus depends on the daemon emitting ``erdn``/``ersn``; without them its sessions behave as
+elfn on ``route-down`` only after ``bus_wait``: they then probe like elfn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from manetkit.errors import UserError
+from manetkit.lab import nodes, paths
+
+MODES = ("plain", "fixed-rto", "elfn", "bus")
+SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+BLOCK = 65536
+PORT = 5299
+SRC, DST = "n1", "n4"
+DST_ADDR = "10.42.0.4"
+console = Console()
+
+
+# --- the deterministic stream ---------------------------------------------------------------
+
+
+def stream_block(k: int) -> bytes:
+    """Block ``k`` of the stream: distinct per block, so an offset error changes the hash."""
+    return random.Random(k).randbytes(BLOCK)
+
+
+def stream_sha256(n: int) -> str:
+    """SHA-256 of the stream's first ``n`` bytes."""
+    h = hashlib.sha256()
+    k = 0
+    while n > 0:
+        b = stream_block(k)[:n]
+        h.update(b)
+        n -= len(b)
+        k += 1
+    return h.hexdigest()
+
+
+class _Stop(Exception):
+    """SIGTERM from the driver: the window is over."""
+
+
+def _on_term(*_: object) -> None:
+    raise _Stop
+
+
+def send(addr: str, port: int, out: Path, mark: int | None = None) -> None:
+    """Connect and write the stream until SIGTERM; record bytes written and any error.
+    ``mark``: SO_MARK (the proxy's own mark makes the connection bypass interception)."""
+    signal.signal(signal.SIGTERM, _on_term)
+    res: dict = {"sent": 0, "error": None}
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if mark:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
+        s.settimeout(120)
+        s.connect((addr, port))
+        s.settimeout(None)
+        k = 0
+        block = memoryview(stream_block(0))
+        while True:
+            res["sent"] += (n := s.send(block))
+            block = block[n:]
+            if not block:
+                k += 1
+                block = memoryview(stream_block(k))
+    except _Stop:
+        pass
+    except OSError as exc:
+        res["error"] = repr(exc)
+    out.write_text(json.dumps(res))
+    os._exit(0)  # at once: what is still queued does not count, the window is over
+
+
+def recv(port: int, out: Path) -> None:
+    """Accept one connection and read until SIGTERM, recording (time, total bytes) per
+    read (CLOCK_MONOTONIC, shared by every namespace); ``OUT.first`` marks the first byte."""
+    signal.signal(signal.SIGTERM, _on_term)
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("0.0.0.0", port))
+    lsock.listen(1)
+    res: dict = {"bytes": 0, "samples": [], "error": None, "eof": False}
+    h = hashlib.sha256()
+    try:
+        conn, _ = lsock.accept()
+        buf = bytearray(1 << 16)
+        while n := conn.recv_into(buf):
+            h.update(memoryview(buf)[:n])
+            if not res["bytes"]:
+                out.with_suffix(".first").touch()
+            res["bytes"] += n
+            res["samples"].append((round(time.monotonic(), 4), res["bytes"]))
+        res["eof"] = True
+    except _Stop:
+        pass
+    except OSError as exc:
+        res["error"] = repr(exc)
+    res["sha256"] = h.hexdigest()
+    out.write_text(json.dumps(res))
+    os._exit(0)
+
+
+# --- analysis (pure) -------------------------------------------------------------------------
+
+
+def goodput_kbps(samples: list[tuple[float, int]], t0: float, t1: float) -> float:
+    """Application bytes received in [t0, t1], as kbit/s."""
+    before = max((b for t, b in samples if t < t0), default=0)
+    upto = max((b for t, b in samples if t <= t1), default=0)
+    return (upto - before) * 8 / 1000 / (t1 - t0)
+
+
+def recoveries(samples: list[tuple[float, int]], ups: list[float], t1: float) -> list[float | None]:
+    """For each restoration time, seconds until the next received byte (None: none before
+    the window's end ``t1``)."""
+    out: list[float | None] = []
+    for u in ups:
+        nxt = next((t for t, _ in samples if t > u), None)
+        out.append(round(nxt - u, 3) if nxt is not None and nxt <= t1 else None)
+    return out
+
+
+# --- one mode --------------------------------------------------------------------------------
+
+
+def _ns_python(lab: str, node: str, *args: str) -> subprocess.Popen[bytes]:
+    argv = ["ip", "netns", "exec", paths.netns_name(lab, node), sys.executable, "-m"]
+    return subprocess.Popen([*argv, "manetkit.bench.flap", *args], stdout=subprocess.DEVNULL)
+
+
+def _medium_link(lab: str, state: str) -> None:
+    reply = nodes.medium_request(lab, {"cmd": "link", "a": "n2", "b": "n3", "state": state})
+    if not reply.get("ok"):
+        raise UserError(f"medium refused link {state}: {reply}")
+
+
+def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
+    lab = f"flap{os.getpid() % 1000}{idx}"
+    overrides = {"stack": "dsr", "proxy": "none" if mode == "plain" else mode}
+    overrides["radio.rate_mbps"] = str(args.rate)
+    for kv in args.set or []:
+        k, _, v = kv.partition("=")
+        overrides[k] = v
+    nodes.down(lab)
+    try:
+        nodes.up(SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
+        rx, tx = work / f"{mode}-recv.json", work / f"{mode}-send.json"
+        for f in (rx, tx, rx.with_suffix(".first")):
+            f.unlink(missing_ok=True)
+        r = _ns_python(lab, DST, "recv", "--port", str(PORT), "--out", str(rx))
+        time.sleep(0.5)
+        s = _ns_python(lab, SRC, "send", "--addr", DST_ADDR, "--port", str(PORT), "--out", str(tx))
+        # the window starts once the transfer flows (route discovery and the first SYN's
+        # fate are not what is measured), after a warm-up
+        deadline = time.monotonic() + 60
+        while not rx.with_suffix(".first").exists():
+            if time.monotonic() > deadline or r.poll() is not None or s.poll() is not None:
+                raise UserError(f"{mode}: the transfer n1 -> n4 did not start within 60 s")
+            time.sleep(0.1)
+        t0 = time.monotonic() + args.warmup
+        t1 = t0 + args.duration
+        downs, ups = [], []
+        t = t0 + args.first
+        while t + args.down <= t1:
+            time.sleep(max(0.0, t - time.monotonic()))
+            _medium_link(lab, "down")
+            downs.append(time.monotonic())
+            time.sleep(max(0.0, t + args.down - time.monotonic()))
+            _medium_link(lab, "auto")
+            ups.append(time.monotonic())
+            t += args.period
+        time.sleep(max(0.0, t1 - time.monotonic()))
+        for p in (r, s):
+            p.send_signal(signal.SIGTERM)
+        for p in (r, s):
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        rres = json.loads(rx.read_text()) if rx.exists() else {"bytes": 0, "samples": []}
+        sres = json.loads(tx.read_text()) if tx.exists() else {"sent": 0, "error": "no result"}
+    finally:
+        nodes.down(lab)
+    samples = [(float(a), int(b)) for a, b in rres.get("samples", [])]
+    rec = recoveries(samples, ups, t1)
+    got = [x for x in rec if x is not None]
+    intact = rres.get("bytes", 0) > 0 and rres.get("sha256") == stream_sha256(rres["bytes"])
+    return {
+        "mode": mode,
+        "goodput_kbps": round(goodput_kbps(samples, t0, t1), 1),
+        "bytes_received": rres.get("bytes", 0),
+        "bytes_sent": sres.get("sent", 0),
+        "intact": intact,
+        "sender_error": sres.get("error"),
+        "receiver_error": rres.get("error"),
+        "breaks": len(downs),
+        "recovery_s": rec,
+        "recovery_mean_s": round(sum(got) / len(got), 3) if got else None,
+        "recovery_max_s": max(got) if got else None,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise UserError(f"--modes: unknown {', '.join(bad) or '(empty)'} (use {', '.join(MODES)})")
+    if args.duration < args.first + args.down:
+        raise UserError("--duration: too short for one break (needs --first + --down)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / "flap-runs"
+    work.mkdir(exist_ok=True)
+    results = []
+    for i, mode in enumerate(modes):
+        console.print(f"[bold]{mode}[/]: {args.duration:g} s, link n2-n3 down {args.down:g} s "
+                      f"every {args.period:g} s ...")  # fmt: skip
+        results.append(run_mode(mode, args, work, i))
+    doc = {
+        "bench": "flap",
+        "chain": "chain-4 (3 hops), DSR",
+        "rate_mbps": args.rate,
+        "duration_s": args.duration,
+        "down_s": args.down,
+        "period_s": args.period,
+        "first_break_s": args.first,
+        "results": results,
+    }
+    (out / "flap.json").write_text(json.dumps(doc, indent=2) + "\n")
+    t = Table(
+        "mode", "goodput kbit/s", "received", "intact", "app error", "breaks",
+        "recovery mean s", "recovery max s", "each recovery s",
+        title=f"bench flap: 3 hops at {args.rate:g} Mbit/s, {args.down:g} s down every "
+        f"{args.period:g} s, {args.duration:g} s",
+    )  # fmt: skip
+    for r in results:
+        t.add_row(
+            r["mode"],
+            f"{r['goodput_kbps']:.0f}",
+            str(r["bytes_received"]),
+            "yes" if r["intact"] else "[red]NO[/]",
+            r["sender_error"] or r["receiver_error"] or "none",
+            str(r["breaks"]),
+            "-" if r["recovery_mean_s"] is None else f"{r['recovery_mean_s']:.2f}",
+            "-" if r["recovery_max_s"] is None else f"{r['recovery_max_s']:.2f}",
+            " ".join("-" if x is None else f"{x:.2f}" for x in r["recovery_s"]),
+        )
+    console.print(t)
+    console.print(f"wrote {out / 'flap.json'}")
+    return 0 if all(r["intact"] for r in results) else 1
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (60)")
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma-separated ({','.join(MODES)})"
+    )
+    parser.add_argument("--rate", type=float, default=2.0, help="radio Mbit/s (2)")
+    parser.add_argument("--down", type=float, default=3.0, help="seconds each break lasts (3)")
+    parser.add_argument("--period", type=float, default=15.0, help="seconds between breaks (15)")
+    parser.add_argument("--first", type=float, default=5.0, help="first break, s into window (5)")
+    parser.add_argument(
+        "--warmup", type=float, default=4.0, help="seconds from first byte to the window (4)"
+    )
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="scenario override")
+    parser.set_defaults(func=run)
+
+
+def _main() -> None:
+    """``python -m manetkit.bench.flap send|recv``: the two ends, run inside lab nodes."""
+    p = argparse.ArgumentParser(prog="manetkit.bench.flap")
+    p.add_argument("role", choices=["send", "recv"])
+    p.add_argument("--addr", default=DST_ADDR)
+    p.add_argument("--port", type=int, default=PORT)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--mark", type=int, default=None, help="send: SO_MARK of the socket")
+    a = p.parse_args()
+    if a.role == "send":
+        send(a.addr, a.port, a.out, a.mark)
+    else:
+        recv(a.port, a.out)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,27 @@
+"""The flap benchmark's arithmetic (manetkit/bench/flap.py): no network needed."""
+
+from __future__ import annotations
+
+import hashlib
+
+from manetkit.bench.flap import BLOCK, goodput_kbps, recoveries, stream_block, stream_sha256
+
+
+def test_stream_prefix_hash_matches_the_blocks_and_detects_an_offset_error() -> None:
+    data = stream_block(0) + stream_block(1) + stream_block(2)
+    n = 2 * BLOCK + 1000
+    assert stream_sha256(n) == hashlib.sha256(data[:n]).hexdigest()
+    # a block delivered twice (a duplicated resume) must not hash like the real stream
+    wrong = stream_block(0) + stream_block(0) + stream_block(2)
+    assert stream_sha256(n) != hashlib.sha256(wrong[:n]).hexdigest()
+
+
+def test_goodput_counts_only_the_window() -> None:
+    samples = [(0.5, 1000), (1.0, 2000), (2.0, 127_000), (3.5, 252_000)]
+    # window [1, 3]: 125,000 bytes in 2 s = 500 kbit/s; the read at 3.5 s is outside
+    assert abs(goodput_kbps(samples, 1.0 + 1e-9, 3.0) - 500.0) < 1e-3
+
+
+def test_recovery_is_the_first_byte_after_each_restoration() -> None:
+    samples = [(1.0, 10), (2.0, 20), (7.5, 30), (8.0, 40)]
+    assert recoveries(samples, [5.0, 7.9, 9.0], t1=10.0) == [2.5, 0.1, None]
