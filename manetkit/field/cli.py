@@ -19,6 +19,7 @@ def vm_test(args: argparse.Namespace) -> int:
         keep=Path(args.keep) if args.keep else None,
         timeout=args.timeout,
         record=Path(args.record) if args.record else None,
+        profile=args.profile,
     )
     if args.json:
         print(json.dumps({"ok": result.ok, "seconds": round(result.seconds, 1), **result.report}))
@@ -57,6 +58,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--record", metavar="DIR", help="save station dump samples under DIR (tests/data)"
     )
+    p.add_argument(
+        "--profile", action="store_true",
+        help="profile a daemon start in the guest (import times, cProfile) into --keep DIR",
+    )  # fmt: skip
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before qemu is killed")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=vm_test)

@@ -14,9 +14,12 @@ sense IF SECONDS`` is the helper that runs the nl80211 backend inside a namespac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -29,6 +32,13 @@ DEBUGFS = Path("/sys/kernel/debug/ieee80211")
 NODES = 3
 GROUPS = {1: 1, 2: 3, 3: 2}  # node -> hwsim group bitmask: a chain 1-2-3
 SSID, FREQ, BSSID = "manetkit-rig", "2412", "02:ca:fe:00:00:01"
+# protocol -> (second octet of its 10.X.0.0/16 mesh prefix, ethertype, TUN name).
+# 0x88B5 and 0x88B6 are IEEE 802's two local experimental ethertypes.
+# What a running daemon imports (the launcher loads them before forking).
+DAEMON_MODULES = ["manetkit.daemon.cli", "manetkit.daemon.shell", "manetkit.daemon.engines.aodv",
+                  "manetkit.daemon.engines.dsr", "manetkit.daemon.linksense.nl80211",
+                  "pyroute2.iwutil", "uvloop"]  # fmt: skip
+MESH_NET = {"aodv": (42, 0x88B5, "mk-aodv"), "dsr": (43, 0x88B6, "mk-dsr")}
 
 
 def ns(node: int) -> str:
@@ -54,7 +64,11 @@ class Guest:
         self.phy: dict[int, str] = {}
         self.mac: dict[int, str] = {}
         self.procs: list[subprocess.Popen] = []
-        self.daemons: list[subprocess.Popen] = []
+        self.launcher: subprocess.Popen | None = None  # daemons_main, see daemons_start
+        self.daemon_pids: dict[str, int] = {}  # "aodv-1" -> pid
+        self.status_procs: dict[str, subprocess.Popen] = {}
+        self.www = Path("/tmp/www")
+        self.payload = b""
 
     # -- helpers -----------------------------------------------------------------------
     def sh(self, *argv: str, node: int | None = None, check: bool = True, timeout: float = 60):
@@ -107,13 +121,24 @@ class Guest:
         for name, argv in (
             ("true", ["true"]),
             ("python", [*self.python, "-c", "pass"]),
-            ("python-ibss", [*self.python, "-c", "import manetkit.field.ibss"]),
         ):
             t = time.monotonic()
             self.sh(*argv)
             self.facts[f"spawn_{name}_s"] = round(time.monotonic() - t, 3)
+        if self.plan.get("profile"):
+            self.profile_daemon_start()
         self.facts["debugfs"] = sorted(p.name for p in (DEBUGFS / self.phy[1] / "hwsim").iterdir())
         return {"wlan": self.wlan, "phy": self.phy, "mac": self.mac}
+
+    def profile_daemon_start(self) -> None:
+        """``--profile``: where a daemon's start-up time goes under TCG (import times and
+        a cProfile of ``manetkit daemon --check``), saved next to result.json."""
+        check = ["-m", "manetkit.daemon", "--check", "--config", str(self.daemon_config(1, "aodv"))]
+        t = time.monotonic()
+        done = self.sh(*self.python, "-X", "importtime", *check)
+        self.facts["spawn_daemon-check_s"] = round(time.monotonic() - t, 3)
+        (RESULTS / "importtime-daemon.txt").write_text(done.stderr)
+        self.sh(*self.python, "-m", "cProfile", "-o", str(RESULTS / "daemon-check.prof"), *check)
 
     def topology(self) -> dict:
         for node in range(1, NODES + 1):
@@ -196,29 +221,19 @@ class Guest:
         return done.stdout.strip().splitlines()[-1]
 
     def http(self, src: int, dst: int, address=addr) -> dict:
-        root = Path(f"/tmp/www{dst}-{len(self.procs)}")
-        root.mkdir(exist_ok=True)
-        payload = os.urandom(64 * 1024)
-        (root / "blob").write_bytes(payload)
-        server = subprocess.Popen(
-            ["ip", "netns", "exec", ns(dst), *self.python, "-m", "http.server", "8080",
-             "--bind", address(dst), "--directory", str(root)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        self.procs.append(server)
+        """GET 64 KiB from node ``dst``'s server (``http_server``), compare the bytes."""
         url = f"http://{address(dst)}:8080/blob"
-        got = self.wait_for(
+        got = Path(f"/tmp/got-{src}-{dst}")
+        self.wait_for(
             f"HTTP GET {url}",
-            lambda: self.sh("curl", "-sf", "--max-time", "10", "-o", "/tmp/got", url,
+            lambda: self.sh("curl", "-sf", "--max-time", "10", "-o", str(got), url,
                             node=src, check=False).returncode == 0,
             timeout=60, every=1,
         )  # fmt: skip
-        data = Path("/tmp/got").read_bytes()
-        server.terminate()
-        server.wait()
-        if hashlib.sha256(data).digest() != hashlib.sha256(payload).digest():
-            raise StepFailed(f"HTTP body differs: {len(data)} of {len(payload)} bytes")
-        return {"bytes": len(data), "ok": got}
+        data = got.read_bytes()
+        if hashlib.sha256(data).digest() != hashlib.sha256(self.payload).digest():
+            raise StepFailed(f"HTTP body differs: {len(data)} of {len(self.payload)} bytes")
+        return {"bytes": len(data), "url": url}
 
     def nl80211_signal(self) -> dict:
         """The nl80211 backend on radio 2 sees radio 1's signal change when radio 1's
@@ -256,58 +271,77 @@ class Guest:
         return {"before_dbm": before, "after_dbm": after, "rx_rssi_change_db": new - old}
 
     # -- the manetkit daemon ------------------------------------------------------------
-    def mesh(self, node: int) -> str:
-        return f"10.42.0.{node}"
+    # Every protocol's daemons run at once, each pair on the same radio but apart: own
+    # ethertype (the packet socket only gets its own frames), TUN and mesh prefix. Under
+    # TCG a daemon start costs seconds of CPU, so they start together, right after
+    # ibss-up, and import while the cell forms.
+    def mesh(self, node: int, protocol: str) -> str:
+        return f"10.{MESH_NET[protocol][0]}.0.{node}"
 
     def socket(self, node: int, protocol: str) -> str:
         return f"/run/mkv-{protocol}-{node}.sock"
 
     def status(self, node: int, protocol: str) -> dict | None:
-        from manetkit.daemon.statuscli import fetch
-        from manetkit.errors import UserError
+        from manetkit.daemon.events import request
 
         try:
-            return fetch(self.socket(node, protocol))
-        except UserError:
+            reply = request(self.socket(node, protocol), {"cmd": "status"})
+        except (OSError, ValueError):
             return None
+        return reply.get("status") if reply.get("ok") else None
 
-    def daemons_up(self, protocol: str) -> dict:
-        for node in range(1, NODES + 1):
-            self.sh("ip", "addr", "flush", "dev", self.wlan[node], node=node)  # radio: no IP
-            conf = Path(f"/tmp/daemon-{protocol}-{node}.yaml")
-            conf.write_text(
-                f"address: {self.mesh(node)}\nprefix: 10.42.0.0/16\nprotocol: {protocol}\n"
-                f"radio_interface: {self.wlan[node]}\nlink_sensing:\n  backend: nl80211\n"
-                f"event_socket: {self.socket(node, protocol)}\nlog_level: info\n"
-            )
-            log = (RESULTS / f"daemon-{protocol}-{node}.log").open("w")
-            self.daemons.append(
-                subprocess.Popen(
-                    [
-                        "ip",
-                        "netns",
-                        "exec",
-                        ns(node),
-                        *self.python,
-                        "-m",
-                        "manetkit.cli",
-                        "daemon",
-                        "--config",
-                        str(conf),
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )  # fmt: skip
-            )
+    def daemon_config(self, node: int, protocol: str) -> Path:
+        net, ethertype, tun = MESH_NET[protocol]
+        conf = Path(f"/tmp/daemon-{protocol}-{node}.yaml")
+        conf.write_text(
+            f"address: {self.mesh(node, protocol)}\nprefix: 10.{net}.0.0/16\n"
+            f"protocol: {protocol}\nradio_interface: {self.wlan[node]}\n"
+            f"ethertype: {ethertype:#06x}\ntun_name: {tun}\n"
+            # 0.5 s polls: six daemons share two emulated CPUs
+            "link_sensing:\n  backend: nl80211\n  poll_s: 0.5\n"
+            f"event_socket: {self.socket(node, protocol)}\nlog_level: info\n"
+        )
+        return conf
+
+    def daemons_start(self, protocols: list[str]) -> dict:
+        """Start every (protocol, node) daemon through one launcher process
+        (``daemons_main``): it imports the daemon once and forks per daemon."""
+        specs = []
+        for protocol in protocols:
+            for node in range(1, NODES + 1):
+                conf = self.daemon_config(node, protocol)
+                log = RESULTS / f"daemon-{protocol}-{node}.log"
+                specs.append({"name": f"{protocol}-{node}", "netns": ns(node),
+                              "argv": ["--config", str(conf)], "log": str(log)})  # fmt: skip
+        self.launcher = subprocess.Popen(
+            [*self.python, "-m", "manetkit.field.guest", "daemons", json.dumps(specs)],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.procs.append(self.launcher)
+        return {"daemons": [s["name"] for s in specs]}
+
+    def launcher_line(self, timeout: float) -> dict:
+        """The launcher's next JSON line (``pids`` once forked, ``exit`` at the end)."""
+        assert self.launcher is not None and self.launcher.stdout is not None
+        if not select.select([self.launcher.stdout], [], [], timeout)[0]:
+            raise StepFailed(f"the daemon launcher said nothing for {timeout:.0f} s")
+        line = self.launcher.stdout.readline()
+        if not line:
+            raise StepFailed(f"the daemon launcher exited ({self.launcher.wait()})")
+        return json.loads(line)
+
+    def daemons_up(self, protocols: list[str]) -> dict:
+        want = {1: 1, 2: 2, 3: 1}
+
+        self.daemon_pids = self.launcher_line(timeout=120)["pids"]
 
         def neighbours_with_signal() -> dict | None:
-            sts = {n: self.status(n, protocol) for n in range(1, NODES + 1)}
-            self.facts[f"{protocol}-last-status"] = sts  # what the report shows on a timeout
-            for proc in self.daemons:
-                if proc.poll() is not None:
-                    raise StepFailed(f"a daemon exited with {proc.returncode} (see its log)")
-            want = {1: 1, 2: 2, 3: 1}
-            for n, st in sts.items():
+            for name, pid in self.daemon_pids.items():
+                if not Path(f"/proc/{pid}").exists():  # the launcher reaps at once
+                    raise StepFailed(f"daemon {name} exited (see daemon-{name}.log)")
+            sts = {(p, n): self.status(n, p) for p in protocols for n in range(1, NODES + 1)}
+            self.facts["last-status"] = {f"{p}-{n}": st for (p, n), st in sts.items()}
+            for (_, n), st in sts.items():
                 if st is None:
                     return None
                 seen = [x for x in st["neighbours"] if x["up"] and x["signal_dbm"] is not None]
@@ -316,99 +350,157 @@ class Guest:
             return sts
 
         sts = self.wait_for("daemons up with neighbours and nl80211 signal",
-                            neighbours_with_signal, timeout=90, every=1)  # fmt: skip
-        return {n: [(x["address"], x["signal_dbm"]) for x in st["neighbours"]]
-                for n, st in sts.items()}  # fmt: skip
+                            neighbours_with_signal, timeout=120, every=0.5)  # fmt: skip
+        self.facts.pop("last-status", None)
+        return {f"{p}-{n}": [(x["address"], x["signal_dbm"]) for x in st["neighbours"]]
+                for (p, n), st in sts.items()}  # fmt: skip
+
+    def status_cli_start(self, protocols: list[str]) -> None:
+        """``manetkit status --json`` of node 2 for every protocol, started together (a
+        Python start costs seconds here); ``status_cli`` reads each."""
+        for p in protocols:
+            self.status_procs[p] = subprocess.Popen(
+                [*self.python, "-m", "manetkit.cli", "status", "--json", "--socket",
+                 self.socket(2, p)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            self.procs.append(self.status_procs[p])
 
     def status_cli(self, protocol: str) -> dict:
-        out = self.sh(*self.python, "-m", "manetkit.cli", "status", "--json", "--socket",
-                      self.socket(2, protocol)).stdout  # fmt: skip
+        """Node 2's ``manetkit status --json``: both neighbours, their MACs and the
+        signal nl80211 reported."""
+        proc = self.status_procs[protocol]
+        out, err = proc.communicate(timeout=60)
+        if proc.returncode != 0:
+            raise StepFailed(f"manetkit status: exit {proc.returncode}: {err.strip()}")
         st = json.loads(out)
+        if st.get("link_sensing") != "nl80211" or st.get("protocol") != protocol:
+            raise StepFailed(f"status says {st.get('protocol')}/{st.get('link_sensing')}")
         by_addr = {x["address"]: x for x in st["neighbours"]}
         for n in (1, 3):
-            row = by_addr.get(self.mesh(n))
+            row = by_addr.get(self.mesh(n, protocol))
             if row is None or row["signal_dbm"] is None or row["mac"] != self.mac[n]:
-                raise StepFailed(f"status of node 2 lacks {self.mesh(n)} with a signal: {st}")
-        if st.get("link_sensing") != "nl80211":
-            raise StepFailed(f"link sensing is {st.get('link_sensing')!r}, not nl80211")
-        return {a: {"mac": r["mac"], "signal_dbm": r["signal_dbm"]} for a, r in by_addr.items()}
+                raise StepFailed(f"status of node 2 lacks node {n} with a signal: {st}")
+        return {a: {"mac": r["mac"], "signal_dbm": r["signal_dbm"], "up": r["up"]}
+                for a, r in by_addr.items()}  # fmt: skip
 
-    def mesh_ping(self) -> str:
+    def mesh_ping(self, protocol: str) -> str:
         done = self.wait_for(
-            "ping 1 -> 3 over the mesh",
-            lambda: (d := self.sh("ping", "-c", "3", "-i", "0.3", "-W", "3", self.mesh(3),
-                                  node=1, check=False)).returncode == 0 and d,
+            f"ping 1 -> 3 over {protocol}",
+            lambda: (d := self.sh("ping", "-c", "3", "-i", "0.3", "-W", "3",
+                                  self.mesh(3, protocol), node=1, check=False)).returncode == 0
+            and d,
             timeout=60, every=1,
         )  # fmt: skip
         return done.stdout.strip().splitlines()[-1]
 
-    def daemon_signal(self, protocol: str) -> dict:
-        """Node 2's daemon reports node 1's new signal after rx_rssi changes."""
+    def route_of(self, protocol: str) -> dict:
+        """What node 1's engine holds for node 3 (AODV route / DSR path): 2 hops via 2."""
+        st = self.status(1, protocol) or {}
+        engine = st.get("engine", {})
+        dst = self.mesh(3, protocol)
+        rows = [r for r in engine.get("routes", []) + engine.get("paths", [])
+                if r.get("dst") == dst]  # fmt: skip
+        if (
+            not rows
+            or rows[0].get("hops") != 2
+            or rows[0].get("next_hop") != self.mesh(2, protocol)
+        ):
+            raise StepFailed(f"node 1 has no 2-hop route to {dst} via node 2: {engine}")
+        return rows[0]
+
+    def daemon_signal(self, protocols: list[str]) -> dict:
+        """Node 2's daemons report node 1's new signal after radio 1's ``rx_rssi``
+        (the signal its frames arrive with) changes."""
         rssi = DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi"
         raw = int(rssi.read_text())
         old = raw - (1 << 64 if raw >= 1 << 63 else 0)
         new = old + 15 if old < -60 else old - 15
 
-        def signal_of_1() -> float | None:
+        def signal_of_1(protocol: str) -> float | None:
             st = self.status(2, protocol) or {"neighbours": []}
-            row = next((x for x in st["neighbours"] if x["address"] == self.mesh(1)), None)
+            row = next(
+                (x for x in st["neighbours"] if x["address"] == self.mesh(1, protocol)), None
+            )
             return row["signal_dbm"] if row else None
 
-        before = self.wait_for("node 1's signal at node 2", signal_of_1, timeout=20)
+        before = {p: self.wait_for(f"node 1's signal at node 2 ({p})",
+                                   lambda p=p: signal_of_1(p), timeout=20) for p in protocols}  # fmt: skip
         rssi.write_text(f"{new & 0xFFFFFFFFFFFFFFFF}\n")
-        after = self.wait_for(
-            "node 1's changed signal in node 2's status",
-            lambda: (v := signal_of_1()) is not None and abs(v - (before + new - old)) <= 2 and v,
-            timeout=30, every=0.5,
-        )  # fmt: skip
-        return {"before_dbm": before, "after_dbm": after, "rx_rssi_change_db": new - old}
+        out: dict[str, Any] = {"rx_rssi_change_db": new - old}
+        for p in protocols:
+            after = self.wait_for(
+                f"node 1's changed signal in node 2's status ({p})",
+                lambda p=p: (v := signal_of_1(p)) is not None
+                and abs(v - (before[p] + new - old)) <= 2 and v,
+                timeout=30, every=0.5,
+            )  # fmt: skip
+            out[p] = {"before_dbm": before[p], "after_dbm": after}
+        return out
 
-    def daemons_down(self) -> str:
-        for proc in self.daemons:
-            proc.terminate()
-        codes = []
-        for proc in self.daemons:
-            try:
-                codes.append(proc.wait(timeout=20))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append("killed")
-        self.daemons.clear()
-        return f"exit codes {codes}"
+    def daemons_down(self) -> dict:
+        """SIGTERM to the launcher, which passes it on and reports each exit code."""
+        assert self.launcher is not None
+        self.launcher.terminate()
+        codes = self.launcher_line(timeout=30)["exit"]
+        self.launcher.wait(timeout=10)
+        if any(c != 0 for c in codes.values()):
+            raise StepFailed(f"daemons did not stop cleanly: {codes}")
+        return codes
 
-    def run_protocol(self, protocol: str) -> None:
-        self.step(f"{protocol}-daemons-up", self.daemons_up, protocol)
-        try:
-            self.step(f"{protocol}-status", self.status_cli, protocol)
-            self.step(f"{protocol}-ping-1-3", self.mesh_ping)
-            self.step(f"{protocol}-http-1-3", self.http, 1, 3, self.mesh)
-            self.step(f"{protocol}-signal", self.daemon_signal, protocol)
-        finally:
-            self.step(f"{protocol}-daemons-down", self.daemons_down)
+    def http_server(self) -> None:
+        """One HTTP server on node 3 (all addresses) for every protocol's transfer."""
+        self.www.mkdir(exist_ok=True)
+        self.payload = os.urandom(64 * 1024)
+        (self.www / "blob").write_bytes(self.payload)
+        self.procs.append(subprocess.Popen(
+            ["ip", "netns", "exec", ns(3), *self.python, "-m", "http.server", "8080",
+             "--directory", str(self.www)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ))  # fmt: skip
 
     # -- run ---------------------------------------------------------------------------
     def run(self) -> dict:
         t0 = time.monotonic()
+        protocols = [p for p in self.plan["protocols"] if p != "static"]
         try:
             self.step("radios", self.radios)
             self.step("topology", self.topology)
             self.step("ibss-up", self.ibss_up)
+            if protocols:
+                self.step("daemons-start", self.daemons_start, protocols)
+            self.http_server()
             self.step("chain", self.chain_formed)
             if self.plan.get("record"):
                 self.step("record-samples", self.record_samples)
-            self.step("nl80211-signal", self.nl80211_signal)
-            for protocol in self.plan["protocols"]:
-                if protocol == "static":
-                    self.step("static-routes", self.static_routes)
-                    self.step("ping-1-3", self.ping, 1, 3)
-                    self.step("http-1-3", self.http, 1, 3)
-                else:
-                    self.run_protocol(protocol)
+            if "static" in self.plan["protocols"]:
+                self.step("static-routes", self.static_routes)
+                self.step("ping-1-3", self.ping, 1, 3)
+                self.step("http-1-3", self.http, 1, 3)
+            if not protocols:
+                self.step("nl80211-signal", self.nl80211_signal)
+                return self.report(t0)
+            self.step("daemons-up", self.daemons_up, protocols)
+            self.status_cli_start(protocols)  # they import while the traffic runs
+            for p in protocols:
+                self.step(f"{p}-ping-1-3", self.mesh_ping, p)
+                self.step(f"{p}-http-1-3", self.http, 1, 3, lambda n, p=p: self.mesh(n, p))
+                self.step(f"{p}-route", self.route_of, p)
+            for p in protocols:
+                self.step(f"{p}-status", self.status_cli, p)
+            self.step("daemon-signal", self.daemon_signal, protocols)
+            self.step("daemons-down", self.daemons_down)
         except StepFailed:
             pass
         finally:
-            for p in self.procs + self.daemons:
-                p.kill()
+            for pid in self.daemon_pids.values():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            for proc in self.procs:
+                proc.kill()
+        return self.report(t0)
+
+    def report(self, t0: float) -> dict:
         return {
             "protocols": self.plan["protocols"],
             "seconds": round(time.monotonic() - t0, 2),
@@ -452,10 +544,74 @@ def rawdump_main(interface: str) -> None:
                       "messages": out}))  # fmt: skip
 
 
+def daemons_main(specs: list[dict[str, Any]]) -> int:
+    """``guest daemons SPECS_JSON``: run several ``manetkit daemon`` in their namespaces.
+
+    Under TCG importing the daemon (pydantic models, pyroute2, uvloop, the engines) costs
+    about 15 s of emulated CPU per process; six daemons importing at once on two vCPUs
+    took a minute. So this process imports once and forks per daemon; each child enters
+    its node's network namespace (``setns``, as ``ip netns exec`` does) and runs
+    ``manetkit.cli.main(["daemon", *argv])``, the ``manetkit`` console script's entry
+    point, with its output in its log file. Prints ``{"pids": ...}``; on
+    SIGTERM passes it to every daemon and prints ``{"exit": {name: code}}``.
+    """
+    import ctypes
+    import importlib
+
+    from manetkit.cli import main as manetkit_main
+
+    for name in DAEMON_MODULES:  # what every child needs, imported once
+        importlib.import_module(name)
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_newnet = 0x40000000
+    children: dict[int, str] = {}
+
+    def forward(signum: int, frame: Any) -> None:
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)  # before forking: no orphan on an early TERM
+    sys.stdout.flush()
+    for spec in specs:
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                fd = os.open(f"/run/netns/{spec['netns']}", os.O_RDONLY)
+                if libc.setns(fd, clone_newnet) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns {spec['netns']}")
+                os.close(fd)
+                log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                code = manetkit_main(["daemon", *spec["argv"]])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 2
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children[pid] = spec["name"]
+    print(json.dumps({"pids": {name: pid for pid, name in children.items()}}), flush=True)
+    codes: dict[str, int] = {}
+    while len(codes) < len(children):
+        pid, status = os.wait()
+        codes[children[pid]] = os.waitstatus_to_exitcode(status)
+    print(json.dumps({"exit": codes}), flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["watch"]:
         watch_main(argv[1])
         return 0
+    if argv[:1] == ["daemons"]:
+        return daemons_main(json.loads(argv[1]))
     if argv[:1] == ["rawdump"]:
         rawdump_main(argv[1])
         return 0

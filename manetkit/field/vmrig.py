@@ -22,6 +22,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -38,8 +39,31 @@ DEFAULT_CACHE = Path(os.environ.get("MANETKIT_VM_CACHE", "/var/cache/manetkit/vm
 MODULES = ["virtio_pci", "9pnet_virtio", "9p", "mac80211_hwsim", "tun"]
 BUSYBOX_APPLETS = ["sh", "mount", "mkdir", "modprobe", "chroot", "poweroff", "cat", "echo"]
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The guest mounts a tmpfs over these in its chroot of the host's root.
+GUEST_TMPFS = [Path("/tmp"), Path("/run"), Path("/var/tmp")]
 GUEST_INIT = Path(__file__).with_name("guest-init.sh")
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# What the guest's Python processes import (the guest itself, ibss-up, the daemon, its
+# engines and nl80211 backend, ``manetkit status``, the HTTP server): compiled on the host
+# before boot, see warm_bytecode().
+GUEST_IMPORTS = [
+    "manetkit.field.guest", "manetkit.field.ibss", "manetkit.daemon.__main__",
+    "manetkit.daemon.shell", "manetkit.daemon.engines.aodv", "manetkit.daemon.engines.dsr",
+    "manetkit.daemon.linksense.nl80211", "manetkit.daemon.statuscli", "manetkit.cli",
+    "uvloop", "pyroute2.iwutil", "http.server", "hashlib", "concurrent.futures",
+]  # fmt: skip
+# Also run on the host: builds the daemon's pydantic models and validates a config for
+# each engine, which imports what pydantic loads lazily.
+WARM_CODE = """
+import compileall, importlib, sys
+compileall.compile_dir(sys.argv[1], quiet=1)
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+from manetkit.daemon.config import parse_config
+for protocol in ("aodv", "dsr", "static"):
+    parse_config({"address": "10.42.0.1", "protocol": protocol, "ethertype": "0x88B6",
+                  "link_sensing": {"backend": "nl80211", "poll_s": 0.5}}).effective()
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +178,40 @@ def build_initramfs(kernel: Kernel, cache: Path) -> Path:
     return out
 
 
+def warm_bytecode(prefix: Path) -> None:
+    """Compile what the guest imports into a bytecode cache (``PYTHONPYCACHEPREFIX``).
+
+    The host runs with PYTHONDONTWRITEBYTECODE, so this checkout has no ``__pycache__``
+    and every Python process in the guest compiled manetkit from source: under TCG that
+    made each daemon take tens of seconds to start. The host compiles in about a second;
+    the guest reads the cache through the read-only 9p share. Stale entries are
+    recompiled here (Python checks each source's mtime), never in the guest.
+    """
+    prefix.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env |= {"PYTHONPYCACHEPREFIX": str(prefix), "PYTHONPATH": os.pathsep.join(python_path())}
+    _run(
+        [sys.executable, "-S", "-c", WARM_CODE, str(REPO_ROOT / "manetkit"), *GUEST_IMPORTS],
+        env=env,
+        cwd="/",
+    )
+
+
+def python_path() -> list[str]:
+    """This checkout, then the interpreter's site-packages (the guest runs ``-S``)."""
+    return [str(REPO_ROOT), *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})]
+
+
 def guest_launcher(plan: dict) -> str:
     """The script the guest runs inside its chroot of the host's root."""
     return "\n".join(
         [
             "cd /tmp",
-            "export HOME=/tmp PYTHONDONTWRITEBYTECODE=1",
+            # no plugin scan: pydantic would read every installed package's metadata
+            "export HOME=/tmp PYTHONDONTWRITEBYTECODE=1 PYDANTIC_DISABLE_PLUGINS=__all__",
             f"export PATH={shlex.quote(plan['env']['PATH'])}",
             f"export PYTHONPATH={shlex.quote(':'.join(plan['pythonpath']))}",
+            f"export PYTHONPYCACHEPREFIX={shlex.quote(plan['pycache'])}",
             f"exec {shlex.join(plan['python'])} -m manetkit.field.guest /tmp/results/plan.json",
             "",
         ]
@@ -188,6 +238,38 @@ def qemu_command(kernel: Kernel, initramfs: Path, results: Path, cmdline: str) -
     ]  # fmt: skip
 
 
+def _die_with_parent() -> None:
+    """In the qemu child before exec: SIGKILL it when the host process dies (a killed
+    test run must not leave an emulator spinning on the shared cores)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def run_qemu(argv: list[str], timeout: float) -> str:
+    """Run qemu to its end (the guest powers off) or kill it after ``timeout`` seconds,
+    and on any exception (KeyboardInterrupt, a test timeout); return the console text."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_parent,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        return out.decode(errors="replace") + f"\n[host] qemu killed after {timeout:.0f} s\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @dataclass
 class RigResult:
     ok: bool
@@ -202,6 +284,7 @@ def run_rig(
     keep: Path | None = None,
     timeout: float = 300.0,
     record: Path | None = None,
+    profile: bool = False,
 ) -> RigResult:
     """Boot the guest, run ``manetkit.field.guest`` there, return its report."""
     if not shutil.which("qemu-system-x86_64"):
@@ -211,35 +294,27 @@ def run_rig(
     initramfs = build_initramfs(kernel, cache)
     results = Path(tempfile.mkdtemp(prefix="manetkit-vm-"))
     try:
+        pycache = cache.resolve() / "pycache"
+        if any(pycache.is_relative_to(d) for d in GUEST_TMPFS):
+            pycache = results / "pycache"  # hidden in the guest: use the shared result dir
+        warm_bytecode(pycache)
         plan = {
             "protocols": list(protocols),
             "repo": str(REPO_ROOT),
             # -S: no site processing (.pth files, editable finders): Python starts in a
             # tenth of the time, which matters under TCG; PYTHONPATH names what it needs.
             "python": [sys.executable, "-S"],
-            "pythonpath": [
-                str(REPO_ROOT),
-                *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")}),
-            ],
+            "pythonpath": python_path(),
+            "pycache": str(pycache).replace(str(results), "/tmp/results", 1),
             "record": bool(record),
+            "profile": profile,
             # the host's Python first, then the system tools (ip, iw, ping, curl)
             "env": {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}"},
         }
         (results / "plan.json").write_text(json.dumps(plan))
         (results / "run.sh").write_text(guest_launcher(plan))
         argv = qemu_command(kernel, initramfs, results, "")
-        try:
-            done = subprocess.run(
-                argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-            )
-            console = done.stdout + done.stderr
-        except subprocess.TimeoutExpired as exc:
-            console = (
-                (exc.stdout or b"").decode(errors="replace")
-                if isinstance(exc.stdout, bytes)
-                else (exc.stdout or "")
-            )
-            console += f"\n[host] qemu killed after {timeout:.0f} s\n"
+        console = run_qemu(argv, timeout)
         (results / "console.log").write_text(console)
         report_file = results / "result.json"
         report = json.loads(report_file.read_text()) if report_file.exists() else {}
