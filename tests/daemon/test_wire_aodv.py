@@ -208,7 +208,9 @@ def check_decoded(layers: dict, msg: aodv.Message) -> None:
         seqs = [x for d in dests for x in as_list(d["aodv.dest_seqno"])]
         assert ips == [str(d) for d, _ in msg.dests]
         assert seqs == [str(s) for _, s in msg.dests]
-    if msg.extensions:
+    if msg.extensions and not isinstance(msg, aodv.RERR):
+        # Wireshark's AODV dissector reads extensions of RREQ/RREP only; a RERR's
+        # (manetkit's ELFN/ERDN/ERSN) are checked in test_elfn_aodv.py by raw bytes.
         ext = as_list(layers["aodv"]["Extensions"])
         assert [(int(e["aodv.ext_type"]), int(e["aodv.ext_length"])) for e in ext] == [
             (t, len(d)) for t, d in msg.extensions

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from manetkit.daemon.engines.base import (
     Deliver,
@@ -65,9 +65,11 @@ from manetkit.daemon.engines.base import (
     SendFrame,
     TxFailed,
 )
+from manetkit.daemon.engines.bus import BusSettings, BusState, FlowKey, tcp_fields
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer
 from manetkit.daemon.wire import aodv, ipv4
+from manetkit.daemon.wire import manet_ext as mx
 
 _BCAST_B = b"\xff\xff\xff\xff"
 _INF = float("inf")
@@ -80,7 +82,7 @@ VALID, INVALID, REPAIRING = "valid", "invalid", "repairing"
 _BUFFER_REASONS = {"timeout": "send-buffer-timeout", "full": "send-buffer-full"}
 
 
-class AodvConfig(BaseModel):
+class AodvConfig(BusSettings):
     """AODV settings (YAML ``aodv:``). Defaults: RFC 3561 section 10. Times in ms."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -278,6 +280,10 @@ class AodvEngine(RoutingEngine):
         # touch it.
         self._deadline = self._next_hello
         self._now = 0.0  # time of the latest input, for status()
+        # TCP-BuS (docs/elfn-bus.md): notices are understood, acknowledged and relayed
+        # even with bus off; holding and pivot repair only with ``bus``.
+        self._bus = BusState(c)
+        self._bus_on = c.bus
 
     # ------------------------------------------------------------------ inputs
     def receive_frame(
@@ -352,6 +358,12 @@ class AodvEngine(RoutingEngine):
             self._hello_tick(now)
         if self.send_buffer.expire(now):
             self._drain_buffer_drops()
+        if self._bus.pending or self._bus.holds:
+            for nh, pkt in self._bus.due(now):
+                self._emit(SendFrame(nh, pkt))
+            for pkt in self._bus.expired(now):
+                self.counters["drop:bus-hold-timeout"] += 1
+                self._emit(Dropped("bus-hold-timeout", pkt))
         self._purge(now)
         self._deadline = self._compute_deadline()
 
@@ -382,6 +394,8 @@ class AodvEngine(RoutingEngine):
             buf = bytearray(packet)
             ipv4.decrement_ttl(buf)
             packet = bytes(buf)
+        if self._bus_on and self._bus_data(packet):
+            return
         r = self._routes.get(dst)
         if r is not None and r.state is VALID:
             self._send_on(now, r, packet)
@@ -528,6 +542,8 @@ class AodvEngine(RoutingEngine):
             if r.hops > d.old_hops and r.precursors:
                 # 6.12: the repaired route is longer: tell the sources (N: keep the route).
                 self._send_rerr(now, [(r.dst, r.seq)], set(r.precursors), True)
+        if self._bus.holds:
+            self._bus_repaired(now, r)
         self._release(now, r)
 
     def _invalidate(self, now: float, r: Route, reason: str, notify: dict | None = None) -> None:
@@ -665,6 +681,11 @@ class AodvEngine(RoutingEngine):
         elif isinstance(msg, aodv.RERR):
             self._on_rerr(now, sender, msg)
         else:
+            acks = [i for i in self._notices(msg) if isinstance(i, mx.BusAck)]
+            if acks:
+                for a in acks:
+                    self._bus.acked(a.key, sender)
+                return
             self.counters["rrep-ack-received"] += 1
             self._ack_wait.pop(sender, None)
 
@@ -831,6 +852,14 @@ class AodvEngine(RoutingEngine):
     def _on_rerr(self, now: float, sender: IPv4Address, m: aodv.RERR) -> None:
         """6.11 (iii): routes through ``sender`` to the listed destinations are gone."""
         self.counters["rerr-received"] += 1
+        items = self._notices(m)
+        notices = [i for i in items if isinstance(i, mx.Notice)]
+        if notices:
+            # An ERDN/ERSN (N set: plain nodes keep their routes): relayed towards the
+            # flow's source by the BuS path, not to the precursors.
+            self._bus_rerr(now, sender, m, notices)
+            return
+        elfn = [i for i in items if isinstance(i, mx.Flow)]
         out: list[tuple[IPv4Address, int]] = []
         to: set[IPv4Address] = set()
         for dst, seq in m.dests:
@@ -845,13 +874,26 @@ class AodvEngine(RoutingEngine):
                 continue
             if not r.valid_seq or seq_newer(seq, r.seq):
                 r.seq = seq
+            extra: dict[str, Any] = {"broken_by": str(sender)}
+            for f in elfn:
+                if f.dst != dst:
+                    continue
+                if f.src == self.address:
+                    # Holland & Vaidya 6: the source learns which packet hit the break.
+                    extra.update(_elfn_fields(f))
+                    self.counters["elfn-received"] += 1
+                else:
+                    up = self._upstream(f.src.packed)
+                    if up is not None:
+                        r.precursors.add(up)  # the flow's source must hear of it
             if r.precursors:
                 out.append((dst, r.seq))
                 to |= r.precursors
             r.precursors = set()
-            self._invalidate(now, r, "rerr", {"broken_by": str(sender)})
+            self._invalidate(now, r, "rerr", extra)
         if out:
-            self._send_rerr(now, out, to, m.no_delete)
+            exts = [mx.aodv_extension(f) for f in elfn if any(f.dst == d for d, _ in out)]
+            self._send_rerr(now, out, to, m.no_delete, exts)
 
     # ------------------------------------------------------------------ maintenance (6.11, 6.12)
     def _link_break(self, now: float, nb: IPv4Address, reason: str, packet: bytes | None) -> None:
@@ -860,23 +902,33 @@ class AodvEngine(RoutingEngine):
         failed = (
             _failed_fields(packet) if packet is not None and not aodv.is_control(packet) else {}
         )
+        flow = _flow(failed) if failed else None
+        if flow is not None and flow.src == self.address:
+            flow = None  # our own packet: re-buffered here, nobody upstream to tell
         out: list[tuple[IPv4Address, int]] = []
         to: set[IPv4Address] = set()
+        exts: list[tuple[int, bytes]] = []
         for r in list(self._routes.values()):
             if r.state is not VALID or r.next_hop != nb:
                 continue
             if r.valid_seq:
                 r.seq = seq_next(r.seq)
             extra: dict[str, Any] = {"broken_link": [str(self.address), str(nb)]}
+            mine = flow is not None and flow.dst == r.dst
             if failed and failed.get("dst") == str(r.dst):
                 extra.update(failed)
-            if (
+            bus = mine and self._bus_on and flow is not None and flow.proto == ipv4.PROTO_TCP
+            if bus or (
                 self.config.local_repair
                 and r.precursors
                 and r.hops <= self.config.max_repair_ttl
                 and r.dst != nb
             ):
+                # TCP-BuS (Kim, Toh & Choi IV): the pivot always tries a local repair
+                # for a TCP flow and tells the source with an ERDN.
                 self._start_repair(now, r, packet)
+                if bus and flow is not None:
+                    self._bus_pivot(now, flow, r)
                 self._emit(
                     Notify(
                         "route-down",
@@ -890,13 +942,20 @@ class AodvEngine(RoutingEngine):
                     )
                 )
                 continue
+            if mine and flow is not None:
+                # ELFN (Holland & Vaidya 6): the failed packet's flow rides along, and
+                # its source hears the error even when it is not a listed precursor.
+                up = self._upstream(flow.src.packed)
+                if up is not None:
+                    r.precursors.add(up)
+                exts = [mx.aodv_extension(flow)]
             if r.precursors:
                 out.append((r.dst, r.seq))
                 to |= r.precursors
             r.precursors = set()
             self._invalidate(now, r, reason, extra)
         if out:
-            self._send_rerr(now, out, to, False)
+            self._send_rerr(now, out, to, False, exts)
         if packet is not None and not aodv.is_control(packet) and len(packet) >= 20:
             self._reroute_failed(now, packet)
 
@@ -917,9 +976,18 @@ class AodvEngine(RoutingEngine):
         del self._discoveries[d.dst]
         self.counters["local-repairs-failed"] += 1
         r = self._routes.get(d.dst.packed)
+        exts = []
+        for key in self._bus_pivot_keys(d.dst):
+            # TCP-BuS: the repair failed; the source gets a plain RERR with ELFN.
+            h = self._bus.holds.pop(key)
+            f = mx.Flow(IPv4Address(key[0]), d.dst, key[2], key[3], h.head_seq)
+            exts.append(mx.aodv_extension(f))
+            up = self._upstream(key[0])
+            if r is not None and up is not None:
+                r.precursors.add(up)
         if r is not None and r.state is REPAIRING:
             if r.precursors:
-                self._send_rerr(now, [(r.dst, r.seq)], set(r.precursors), False)
+                self._send_rerr(now, [(r.dst, r.seq)], set(r.precursors), False, exts)
             r.precursors = set()
             self._invalidate(now, r, "repair-failed")
         self.send_buffer.discard(d.dst, "no-route")
@@ -953,6 +1021,7 @@ class AodvEngine(RoutingEngine):
         dests: list[tuple[IPv4Address, int]],
         to: set[IPv4Address],
         no_delete: bool,
+        extensions: list[tuple[int, bytes]] | None = None,
     ) -> None:
         """Unicast to a single precursor, else broadcast with TTL 1 (6.11); rate-limited."""
         while self._rerr_times and self._rerr_times[0] + 1.0 <= now:
@@ -963,11 +1032,132 @@ class AodvEngine(RoutingEngine):
         self._rerr_times.append(now)
         self.counters["rerr-sent"] += 1
         for i in range(0, len(dests), 255):
-            msg = aodv.RERR(dests[i : i + 255], no_delete)
+            msg = aodv.RERR(dests[i : i + 255], no_delete, list(extensions or []))
             if len(to) == 1:
                 self._unicast(now, msg, next(iter(to)))
             else:
                 self._broadcast(now, msg, 1)
+
+    # ------------------------------------------------------------------ ELFN / TCP-BuS
+    def _notices(self, msg: aodv.Message) -> list[mx.Item]:
+        """manetkit's extensions on ``msg`` (docs/elfn-bus.md); malformed ones counted."""
+        out: list[mx.Item] = []
+        for t, data in msg.extensions:
+            try:
+                item = mx.from_aodv(t, data)
+            except mx.MalformedNotice:
+                self.counters["malformed-extension"] += 1
+                continue
+            if item is not None:
+                out.append(item)
+        return out
+
+    def _upstream(self, src: bytes) -> IPv4Address | None:
+        """The next hop towards ``src`` (a flow's source), if we have a valid route."""
+        r = self._routes.get(src)
+        return r.next_hop if r is not None and r.state is VALID else None
+
+    def _bus_pivot_keys(self, dst: IPv4Address) -> list[FlowKey]:
+        d = dst.packed
+        return [k for k, h in self._bus.holds.items() if h.pivot and k[1] == d]
+
+    def _bus_data(self, packet: bytes) -> bool:
+        """A data packet about to be forwarded (bus on): note its ACK number for
+        Last_ACK, and keep it if its flow is held here (Kim, Toh & Choi IV-C). The
+        pivot's own packets wait in the send buffer of the repair (6.12) instead."""
+        ihl = (packet[0] & 0x0F) * 4
+        tcp = tcp_fields(packet, packet[9], ihl)
+        if tcp is None:
+            return False
+        self._bus.observe(packet[12:16], packet[16:20], tcp)
+        if not self._bus.holds:
+            return False
+        key = (packet[12:16], packet[16:20], tcp[0], tcp[1])
+        h = self._bus.holds.get(key)
+        if h is None or h.pivot:
+            return False
+        old = self._bus.hold(key, packet)
+        if old is not None:
+            self.counters["drop:bus-hold-full"] += 1
+            self._emit(Dropped("bus-hold-full", old))  # type: ignore[arg-type]
+        return True
+
+    def _bus_send(self, now: float, notice: mx.Notice, msg: aodv.RERR) -> None:
+        """Unicast an ERDN/ERSN RERR towards the flow's source; retransmitted until
+        the next hop acknowledges it (BUS-ACK in a RREP-ACK)."""
+        up = self._upstream(notice.flow.src.packed)
+        if up is None:
+            self.counters["bus-notice-unroutable"] += 1
+            return
+        pkt = aodv.control_packet(msg, self.address, up, _CONTROL_TTL)
+        self._emit(SendFrame(up, pkt))
+        self._bus.sent(now, notice.key, up, pkt, _key(notice.flow))
+        self._set_deadline(now + self._bus.rexmt)
+
+    def _bus_pivot(self, now: float, flow: mx.Flow, r: Route) -> None:
+        """This node is the pivot of ``flow`` (its route to ``r.dst`` broke): ERDN
+        with the sequence at the head of its queue; the repair is under way."""
+        key = _key(flow)
+        h = self._bus.start(now, key, pivot=True)
+        h.head_seq = flow.seq
+        self._set_deadline(now + self._bus.settings.bus_hold_s)
+        self.counters["bus-pivot"] += 1
+        n = mx.Notice(mx.KIND_ERDN, self._bus.next_ident(), self.address, flow)
+        exts = [mx.aodv_extension(flow), mx.aodv_extension(n)]
+        self._bus_send(now, n, aodv.RERR([(r.dst, r.seq)], True, exts))
+
+    def _bus_repaired(self, now: float, r: Route) -> None:
+        """The local repair found a route: ERSN (with the receiver's Last_ACK if a
+        forwarded ACK told us, else the head-of-queue sequence) to every held flow."""
+        for key in self._bus_pivot_keys(r.dst):
+            h = self._bus.holds.pop(key)
+            last_ack = self._bus.last_ack.get(key)
+            flow = mx.Flow(
+                IPv4Address(key[0]), r.dst, key[2], key[3],
+                h.head_seq if last_ack is None else last_ack,
+                flags=0 if last_ack is None else mx.FLAG_LAST_ACK_KNOWN,
+            )  # fmt: skip
+            n = mx.Notice(mx.KIND_ERSN, self._bus.next_ident(), self.address, flow)
+            self._bus.ersn(key, self.address, n.ident)
+            self.counters["bus-ersn-sent"] += 1
+            self._bus_send(now, n, aodv.RERR([(r.dst, r.seq)], True, [mx.aodv_extension(n)]))
+
+    def _bus_rerr(
+        self, now: float, sender: IPv4Address, m: aodv.RERR, notices: list[mx.Notice]
+    ) -> None:
+        """An ERDN/ERSN from ``sender``: acknowledge it, act on it once, relay it."""
+        for n in notices:
+            ack = mx.BusAck(n.kind, n.ident, n.pivot)
+            self._unicast(now, aodv.RREPAck([mx.aodv_extension(ack)]), sender)
+            if not self._bus.first_time(now, n.key):
+                continue
+            f = n.flow
+            key = _key(f)
+            base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
+            if n.kind == mx.KIND_ERDN:
+                self.counters["bus-erdn-received"] += 1
+                if self._bus.stale_erdn(key, n.pivot, n.ident):
+                    self.counters["bus-erdn-stale"] += 1
+                    continue
+                if f.src == self.address:
+                    self._emit(Notify("erdn", base | {"seq": f.seq, "pivot": str(n.pivot)}))
+                    continue
+                if self._bus_on:
+                    self._bus.start(now, key)
+                    self._set_deadline(now + self._bus.settings.bus_hold_s)
+            else:
+                self.counters["bus-ersn-received"] += 1
+                self._bus.ersn(key, n.pivot, n.ident)
+                for p in self._bus.release(key):
+                    r = self._routes.get(p[16:20])
+                    if r is not None and r.state is VALID:
+                        self._send_on(now, r, p)
+                    else:
+                        self._buffer(now, IPv4Address(p[16:20]), p)
+                if f.src == self.address:
+                    self._emit(Notify("ersn", base | {"last_ack": f.seq, "pivot": str(n.pivot)}))
+                    continue
+            self._bus_send(now, n, aodv.RERR(list(m.dests), m.no_delete, list(m.extensions)))
 
     # ------------------------------------------------------------------ hellos (6.9)
     def _hello_tick(self, now: float) -> None:
@@ -1011,6 +1201,9 @@ class AodvEngine(RoutingEngine):
         for last, window in self._hello_from.values():
             t = min(t, last + window)
         b = self.send_buffer.next_expiry()
+        if b is not None:
+            t = min(t, b)
+        b = self._bus.next_timer()
         if b is not None:
             t = min(t, b)
         return t
@@ -1068,6 +1261,7 @@ class AodvEngine(RoutingEngine):
             },
             "send_buffer_drops": dict(self.send_buffer.drops),
             "counters": counters,
+            "bus": self._bus.status(),
         }
 
 
@@ -1082,4 +1276,28 @@ def _failed_fields(packet: bytes) -> dict[str, Any]:
         pss = ipv4.tcp_ports_seq(packet[h.ihl :])
         if pss:
             out["sport"], out["dport"], out["seq"] = pss
+    return out
+
+
+def _key(f: mx.Flow) -> FlowKey:
+    return f.src.packed, f.dst.packed, f.sport, f.dport
+
+
+def _flow(fields: dict[str, Any]) -> mx.Flow:
+    """The ELFN notice of a failed packet (ports and sequence 0 when not TCP)."""
+    return mx.Flow(
+        IPv4Address(fields["src"]),
+        IPv4Address(fields["dst"]),
+        fields.get("sport", 0),
+        fields.get("dport", 0),
+        fields.get("seq", 0),
+        fields["proto"],
+    )
+
+
+def _elfn_fields(f: mx.Flow) -> dict[str, Any]:
+    """route-down fields at the source from a received ELFN extension."""
+    out: dict[str, Any] = f.fields() | {"elfn": True}
+    if f.proto == ipv4.PROTO_TCP:
+        out["seq"] = f.seq
     return out
