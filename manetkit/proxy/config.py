@@ -10,10 +10,9 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from manetkit.errors import UserError
+from manetkit.configfile import read_yaml_mapping, validate
 
 Mode = Literal["plain", "fixed-rto", "elfn", "bus"]
 
@@ -111,27 +110,9 @@ class ProxyConfig(_Strict):
 
 
 def parse_config(data: Any, source: str = "config") -> ProxyConfig:
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
-    try:
-        return ProxyConfig.model_validate(data)
-    except ValidationError as exc:
-        lines = [
-            f"  {'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
-        ]
-        raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines)) from None
+    """Validate a parsed YAML document; raises :class:`UserError` naming field and reason."""
+    return validate(ProxyConfig, {} if data is None else data, source)
 
 
 def load_config(path: str | Path) -> ProxyConfig:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise UserError(f"cannot read config {p}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"{p}: not valid YAML: {exc}") from None
-    return parse_config(data, str(p))
+    return parse_config(read_yaml_mapping(path), str(path))
