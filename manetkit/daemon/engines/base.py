@@ -72,6 +72,8 @@ EVENTS = (
     "neighbour-up",  # fields: neighbour, mac, signal_dbm
     "neighbour-down",  # fields: neighbour, mac, reason
     "predicted-failure",  # fields: neighbour, signal_dbm, eta_s (Atra RFP, later issue)
+    "erdn",  # TCP-BuS at the source: dst, src, sport, dport, seq, pivot
+    "ersn",  # TCP-BuS at the source: dst, src, sport, dport, last_ack, pivot
 )
 
 # --- link-sensing inputs ---------------------------------------------------------
