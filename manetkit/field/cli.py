@@ -14,7 +14,7 @@ def vm_test(args: argparse.Namespace) -> int:
     from manetkit.field.vmrig import DEFAULT_CACHE, run_rig
 
     result = run_rig(
-        protocols=tuple(args.protocol or ["static"]),
+        protocols=tuple(args.protocol or ["aodv", "dsr"]),
         cache=Path(args.cache) if args.cache else DEFAULT_CACHE,
         keep=Path(args.keep) if args.keep else None,
         timeout=args.timeout,
@@ -22,7 +22,8 @@ def vm_test(args: argparse.Namespace) -> int:
         profile=args.profile,
     )
     if args.json:
-        print(json.dumps({"ok": result.ok, "seconds": round(result.seconds, 1), **result.report}))
+        report = {**result.report, "guest_seconds": result.report.get("seconds")}
+        print(json.dumps(report | {"ok": result.ok, "seconds": round(result.seconds, 1)}))
         return 0 if result.ok else 1
     table = Table(title="mac80211_hwsim rig")
     for col in ("step", "result", "s", "detail"):
@@ -49,9 +50,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--protocol", action="append", choices=["static", "aodv", "dsr"],
-        help="routing over the chain: kernel static routes (static) or the manetkit daemon; "
-        "repeat for several in one boot (default: static; the daemon steps are work in "
-        "progress: under TCG the daemons did not answer within 90 s)",
+        help="routing over the chain: kernel static routes (static) or the manetkit daemon "
+        "(aodv, dsr; their daemons run side by side on each radio); repeat for several in "
+        "one boot (default: aodv and dsr)",
     )  # fmt: skip
     p.add_argument("--cache", help="kernel/initramfs cache (default /var/cache/manetkit/vm)")
     p.add_argument("--keep", metavar="DIR", help="copy the guest's console log and results here")

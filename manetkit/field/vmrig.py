@@ -279,7 +279,7 @@ class RigResult:
 
 
 def run_rig(
-    protocols: tuple[str, ...] = ("static",),
+    protocols: tuple[str, ...] = ("aodv", "dsr"),
     cache: Path = DEFAULT_CACHE,
     keep: Path | None = None,
     timeout: float = 300.0,

@@ -61,14 +61,16 @@ def test_rig_kills_qemu_and_cleans_up_on_timeout(rig_tmp):
 
 
 @pytest.mark.timeout(420)
-def test_aodv_and_dsr_over_hwsim_ibss(rig_tmp):
-    result = run_rig(protocols=("aodv", "dsr"), timeout=360)
+def test_static_aodv_and_dsr_over_hwsim_ibss(rig_tmp):
+    result = run_rig(protocols=("static", "aodv", "dsr"), timeout=360)
     steps = steps_of(result)
     assert result.ok, result.report or result.console[-3000:]
     mac = steps["radios"]["detail"]["mac"]
     # 1 and 3 are out of each other's range; 2 hears both (group bitmasks)
     chain = steps["chain"]["detail"]
     assert chain == {"1": [mac["2"]], "2": sorted([mac["1"], mac["3"]]), "3": [mac["2"]]}
+    # kernel forwarding on radio 2 first: the cell itself carries 2-hop traffic
+    assert steps["ping-1-3"]["ok"] and steps["http-1-3"]["detail"]["bytes"] == 64 * 1024
     signal_step = steps["daemon-signal"]["detail"]
     for protocol, net in (("aodv", 42), ("dsr", 43)):
         # node 2's `manetkit status --json`: both neighbours, their MACs, nl80211 signal
