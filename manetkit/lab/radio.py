@@ -10,6 +10,10 @@ One radio process runs inside each node's namespace
 - relays frames: TAP read -> TX datagram, DELIVER -> TAP write. The hot path is two
   readiness callbacks that drain their fd in a loop, with no per-frame task or parse
   beyond the bytes the station table needs (DESIGN.md, "Performance notes");
+- passes other nodes' unicasts that the medium lets it overhear to the TAP only while
+  ``radio0`` is promiscuous (IFF_PROMISC, polled every ``PROMISC_POLL_S``), as a
+  mac80211 IBSS interface does, and tells the medium (OVERHEAR) whether it wants them,
+  so labs whose software never sets promiscuous mode pay nothing for overhearing;
 - keeps the station table (``manetkit.lab.stations``) from DELIVER signal levels and the
   medium's TXSTATUS reports, and serves it on a JSON-lines control socket, with a
   ``subscribe`` command that streams ``tx-failed`` / ``station-new`` / ``station-gone``
@@ -50,6 +54,12 @@ TUNSETOFFLOAD = 0x400454D0
 TUNSETCARRIER = 0x400454E2
 IFF_TAP = 0x0002
 IFF_NO_PI = 0x1000
+# linux/sockios.h, linux/if.h
+SIOCGIFFLAGS = 0x8913
+IFF_PROMISC = 0x100
+# How often radio0's IFF_PROMISC is read (an ioctl; netlink would need a monitor socket
+# for one bit). A daemon that turns promiscuous mode on overhears within this delay.
+PROMISC_POLL_S = 0.5
 
 INTERFACE = "radio0"
 MTU = 1500
@@ -88,6 +98,18 @@ def open_tap(name: str) -> int:
 
 def set_carrier(fd: int, on: bool) -> None:
     fcntl.ioctl(fd, TUNSETCARRIER, struct.pack("i", 1 if on else 0))
+
+
+def is_promiscuous(name: str) -> bool:
+    """Whether interface ``name`` (in this namespace) has IFF_PROMISC set.
+
+    SIOCGIFFLAGS reports the flag set by ``ip link set promisc on`` / netlink (dev->gflags),
+    not the counter packet sockets raise for tcpdump, so a capture does not turn
+    overhearing on.
+    """
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        res = fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sh22x", name.encode(), 0))
+    return bool(struct.unpack_from("16xh", res)[0] & IFF_PROMISC)
 
 
 def configure_link(name: str, mac: bytes) -> None:
@@ -138,7 +160,11 @@ class Radio:
             "rx_dropped": 0,  # TAP refused the write
             "malformed": 0,  # datagrams from the medium that did not parse
             "tx_failed": 0,  # unicast failures the medium reported
+            "rx_overheard": 0,  # other nodes' unicasts written to the TAP (promiscuous)
+            "rx_overheard_dropped": 0,  # ... that arrived while radio0 was not promiscuous
         }
+        self.promiscuous = False  # radio0's IFF_PROMISC, as last polled
+        self._medium_overhear = False  # what the medium was last told (OVERHEAR)
         self._subscribers: set[asyncio.StreamWriter] = set()
         self._attached_event: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
@@ -181,6 +207,7 @@ class Radio:
         loop.add_reader(self.sock.fileno(), self._on_medium_readable)
         server = await asyncio.start_unix_server(self._serve_control, path=str(self.control_path))
         housekeeping = asyncio.create_task(self._housekeeping())
+        promisc_watch = asyncio.create_task(self._watch_promiscuous())
         attacher = asyncio.create_task(self._attach_loop())
         log.info(
             "radio %s of lab %s: %s %s, medium at %s",
@@ -195,6 +222,7 @@ class Radio:
         finally:
             attacher.cancel()
             housekeeping.cancel()
+            promisc_watch.cancel()
             server.close()
             for w in list(self._subscribers):
                 w.close()
@@ -242,6 +270,8 @@ class Radio:
             return
         if msg.mac != self.mac:
             log.warning("medium gives MAC %s, radio0 has %s", mac_str(msg.mac), mac_str(self.mac))
+        self._medium_overhear = False  # every ATTACH resets it in the medium
+        self._sync_overhear()
         if not self.attached:
             self.attached = True
             set_carrier(self.tap_fd, True)
@@ -322,6 +352,7 @@ class Radio:
         tap = self.tap_fd
         stations = self.stations.by_mac
         counters = self.counters
+        mac = self.mac
         now = time.monotonic()
         rx = 0
         for _ in range(BURST):
@@ -338,6 +369,9 @@ class Radio:
             if n >= 17 and buf[0] == protocol.DELIVER:
                 signal_dbm = _I16.unpack_from(buf, 1)[0] / 100.0
                 src = bytes(buf[9:15])  # frame = buf[3:]; its source MAC is frame[6:12]
+                if not buf[3] & 1 and buf[3:9] != mac:
+                    self._overheard(src, signal_dbm, mv[3:n], now)
+                    continue
                 st = stations.get(src)
                 if st is None:
                     self.stations.received(src, signal_dbm, n - 3, now)
@@ -373,6 +407,44 @@ class Radio:
             else:  # a radio -> medium message, or a DELIVER without a frame
                 counters["malformed"] += 1
         counters["rx_frames"] += rx
+
+    def _overheard(self, src: bytes, signal_dbm: float, frame: memoryview, now: float) -> None:
+        """Another node's unicast: to the TAP only while radio0 is promiscuous."""
+        if not self.promiscuous:
+            self.counters["rx_overheard_dropped"] += 1
+            return
+        if self.stations.overheard(src, signal_dbm, now):
+            self._emit({"event": "station-new", "mac": mac_str(src), "signal_dbm": signal_dbm})
+        try:
+            os.write(self.tap_fd, frame)
+            self.counters["rx_overheard"] += 1
+        except OSError:
+            self.counters["rx_dropped"] += 1
+
+    def _sync_overhear(self) -> None:
+        """Tell the medium whether to send us other nodes' unicasts (radio0 promiscuous)."""
+        if self._medium_overhear == self.promiscuous or self.sock is None:
+            return
+        try:
+            self.sock.send(protocol.overhear(self.promiscuous))
+        except OSError as exc:
+            log.debug("OVERHEAR not sent: %s", exc)  # re-sent after the next ATTACH
+            return
+        self._medium_overhear = self.promiscuous
+
+    async def _watch_promiscuous(self) -> None:
+        while True:
+            try:
+                promisc = is_promiscuous(self.interface)
+            except OSError as exc:
+                log.debug("cannot read %s's flags: %s", self.interface, exc)
+                promisc = False
+            if promisc != self.promiscuous:
+                log.info("%s promiscuous %s", self.interface, "on" if promisc else "off")
+                self.promiscuous = promisc
+            if self.attached:
+                self._sync_overhear()
+            await asyncio.sleep(PROMISC_POLL_S)
 
     def _on_tx_status(self, msg: protocol.TxStatus, now: float) -> None:
         self.stations.tx_status(msg.dst_mac, msg.retries, msg.ok, now)
@@ -417,6 +489,7 @@ class Radio:
             "mac": mac_str(self.mac),
             "attached": self.attached,
             "stations": len(self.stations.by_mac),
+            "promiscuous": self.promiscuous,
             **self.counters,
         }
 

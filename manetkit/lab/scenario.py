@@ -42,6 +42,8 @@ class Radio(_Strict):
     interference: bool = False
     # RTS/CTS before unicasts whose MPDU is longer than this (bytes); 2347 = off.
     rts_threshold: int = Field(RTS_OFF, ge=0, le=RTS_OFF)
+    # Unicasts are also received by other nodes in range whose radio0 is promiscuous.
+    overhear: bool = True
 
     @field_validator("rate_mbps", "basic_rate_mbps")
     @classmethod

@@ -33,6 +33,7 @@ class Station:
     tx_bytes: int = 0
     tx_retries: int = 0
     tx_failed: int = 0
+    rx_overheard: int = 0  # its unicasts to other nodes that we heard (radio0 promiscuous)
 
     def as_dict(self, now: float) -> dict:
         return {
@@ -49,6 +50,7 @@ class Station:
             "tx_bytes": self.tx_bytes,
             "tx_retries": self.tx_retries,
             "tx_failed": self.tx_failed,
+            "rx_overheard": self.rx_overheard,
         }
 
 
@@ -75,6 +77,23 @@ class StationTable:
             st.last_active = now
         st.rx_packets += 1
         st.rx_bytes += nbytes
+        return new
+
+    def overheard(self, mac: bytes, signal_dbm: float, now: float) -> bool:
+        """Account a unicast from ``mac`` to another node that we heard; True if new.
+
+        It updates the signal and activity (the link to ``mac`` works) but not
+        ``rx_packets``/``rx_bytes``, which count frames addressed to us, as iw shows them.
+        """
+        st = self.by_mac.get(mac)
+        new = st is None
+        if st is None:
+            st = self.by_mac[mac] = Station(mac, now, now, signal_dbm, signal_dbm)
+        else:
+            st.signal_dbm = signal_dbm
+            st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / SIGNAL_EWMA_WEIGHT
+            st.last_active = now
+        st.rx_overheard += 1
         return new
 
     def sent(self, mac: bytes, nbytes: int) -> None:

@@ -21,6 +21,14 @@ papers' simulations made):
   (up to CWmax) and retries, up to ``retry_limit`` retries, then a tx-failure status
   carrying the frame. A destination MAC that is no lab radio's gets the same treatment,
   as a real MAC gets no ACK;
+- overhearing (``radio.overhear``, on by default): a unicast that its destination
+  received is also delivered, with its received power, to every other attached node in
+  reception range of the sender that asked for it (:meth:`Medium.set_overhear`: its
+  radio0 is promiscuous), each subject to the random loss, as a real 802.11 radio
+  receives every frame on its channel and ns-2's promiscuous taps pass it up. Only the
+  successful attempt is overheard (no duplicates from retries); overhearers send no ACK
+  and change nothing in the exchange; hidden-terminal interference is not applied to
+  them (a simplification). Nodes that did not ask cost nothing;
 - RTS/CTS (``radio.rts_threshold``, off by default): a unicast whose MPDU is longer than
   the threshold also costs RTS + SIFS + CTS + SIFS per attempt; an attempt to an absent
   destination (out of range, link down, detached) costs only RTS + SIFS + CTS (no CTS
@@ -82,6 +90,7 @@ class _Node:
         "sent",
         "received",
         "busy_s",
+        "overhear",
     )
 
     def __init__(self, cw: int):
@@ -99,6 +108,7 @@ class _Node:
         self.sent = 0
         self.received = 0
         self.busy_s = 0.0
+        self.overhear = False  # its radio asked for other nodes' unicasts (promiscuous)
 
 
 class _Tx:
@@ -133,6 +143,7 @@ class Medium:
         seed: int = 1,
         refresh_s: float = 0.05,
         airtime_scale: float = 1.0,
+        overhear: bool = True,
     ):
         self.world = world
         self.n = world.n
@@ -144,6 +155,9 @@ class Medium:
         # per-link loss overrides by 0-based pair (a < b)
         self.link_loss = {(min(a, b), max(a, b)): p for (a, b), p in (link_loss or {}).items()}
         self.interference = interference
+        self.overhear = overhear
+        # How many nodes want overheard frames: the unicast hot path tests only this.
+        self._overhearers = 0
         self.rng = random.Random(f"manetkit-mac:{seed}")
         self.refresh_s = refresh_s  # how stale positions may get for a moving world
 
@@ -180,6 +194,7 @@ class Medium:
             "queue_drops": 0,
             "random_losses": 0,
             "interference_losses": 0,
+            "overheard": 0,
             "airtime_s": 0.0,
         }
         # Hook for the ground-truth log: called with each fresh snapshot.
@@ -211,10 +226,22 @@ class Medium:
         nd = self.nodes[node - 1]
         nd.attached = attached
         if not attached:
+            self.set_overhear(node, False)
             head = nd.queue[0] if nd.state == TX and nd.queue else None
             nd.queue.clear()
             if head is not None:
                 nd.queue.append(head)
+
+    def set_overhear(self, node: int, on: bool) -> None:
+        """Node ``node`` wants (or no longer wants) other nodes' unicasts it can hear.
+
+        Ignored when the scenario turned overhearing off (``radio.overhear: false``).
+        """
+        nd = self.nodes[node - 1]
+        on = bool(on) and self.overhear
+        if on != nd.overhear:
+            nd.overhear = on
+            self._overhearers += 1 if on else -1
 
     def transmit(self, now: float, src: int, frame: bytes) -> bool:
         """Node ``src`` hands a frame to its MAC; False if the interface queue was full."""
@@ -399,6 +426,8 @@ class Medium:
             nodes[dst].received += 1
             c["delivered"] += 1
             c["unicast_ok"] += 1
+            if self._overhearers:
+                self._overheard(i, dst, frame, snap)
             if nd.retries:
                 self.statuses.append((i + 1, frame[:6], nd.retries, True, b""))
             self._done(i, t)
@@ -412,6 +441,21 @@ class Medium:
         c["retries"] += 1
         nd.cw = min(2 * nd.cw + 1, self.cw_max)
         self._contend(i, t)
+
+    def _overheard(self, i: int, dst: int, frame: bytes, snap: Snapshot) -> None:
+        """Hand ``i``'s unicast to ``dst`` to the other listeners in range that want it."""
+        nodes = self.nodes
+        c = self.counters
+        dbm = snap.dbm[i]
+        for r in snap.rx[i]:
+            m = nodes[r]
+            if r == dst or not m.overhear or not m.attached:
+                continue
+            if self._lossy(i, r):
+                c["random_losses"] += 1
+                continue
+            self.deliveries.append((r + 1, dbm[r], frame))
+            c["overheard"] += 1
 
     def _done(self, i: int, t: float) -> None:
         nd = self.nodes[i]
@@ -476,6 +520,7 @@ def medium_from_scenario(
         interference=r.interference,
         seed=scenario.seed,
         airtime_scale=airtime_scale,
+        overhear=r.overhear,
     )
 
 

@@ -10,10 +10,14 @@ radio -> medium
   ATTACH    u8 type | u16 node_id                      register (or re-register) a radio
   TX        u8 type | ethernet frame                   frame the node puts on the air
   DETACH    u8 type                                    radio leaves (medium drops its queue)
+  OVERHEAR  u8 type | u8 on                            on=1: also DELIVER other nodes' unicasts
+            this node can hear (its radio0 went promiscuous); on=0: stop. Reset to 0 by
+            every ATTACH. The medium ignores it when the scenario has radio.overhear false.
 
 medium -> radio
   ATTACHED  u8 type | u16 node_id | 6s mac             reply to ATTACH: the radio's MAC
   DELIVER   u8 type | i16 rssi_centidbm | frame        a frame received over the air
+            (an overheard unicast is a DELIVER whose destination MAC is another node's)
   TXSTATUS  u8 type | 6s dst_mac | u8 retries | u8 ok | frame
             unicast outcome, sent when retries > 0 or ok == 0 (the 802.11 MAC's tx status:
             a failure after the retry limit is the tx-failure notice). ``frame`` is the
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 ATTACH = 0x01
 TX = 0x02
 DETACH = 0x03
+OVERHEAR = 0x04
 ATTACHED = 0x81
 DELIVER = 0x82
 TXSTATUS = 0x83
@@ -104,6 +109,10 @@ def detach() -> bytes:
     return bytes([DETACH])
 
 
+def overhear(on: bool) -> bytes:
+    return bytes([OVERHEAR, 1 if on else 0])
+
+
 # --- medium -> radio -------------------------------------------------------------
 
 
@@ -147,6 +156,11 @@ class Detach:
 
 
 @dataclass(frozen=True, slots=True)
+class Overhear:
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Attached:
     node_id: int
     mac: bytes
@@ -171,7 +185,7 @@ class Refused:
     reason: str
 
 
-Message = Attach | Tx | Detach | Attached | Deliver | TxStatus | Refused
+Message = Attach | Tx | Detach | Overhear | Attached | Deliver | TxStatus | Refused
 
 MIN_FRAME = 14  # an Ethernet header
 
@@ -200,6 +214,10 @@ def parse(data: bytes) -> Message:
         return Attach(_U16.unpack(body)[0])
     if kind == DETACH:
         return Detach()
+    if kind == OVERHEAR:
+        if len(body) != 1 or body[0] > 1:
+            raise ProtocolError("OVERHEAR must carry exactly one byte, 0 or 1")
+        return Overhear(bool(body[0]))
     if kind == ATTACHED:
         if len(body) != 8:
             raise ProtocolError("ATTACHED must carry a node id and a MAC")

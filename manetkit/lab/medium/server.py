@@ -225,8 +225,16 @@ class MediumServer:
             self.addr_node[addr] = msg.node_id
             self.node_addr[msg.node_id] = (sock, addr)
             self.medium.set_attached(msg.node_id, True)
+            self.medium.set_overhear(msg.node_id, False)  # until the radio asks again
             self._send(sock, addr, proto.attached(msg.node_id))
             log.info("n%d attached from %s", msg.node_id, addr)
+        elif isinstance(msg, proto.Overhear):
+            node = self.addr_node.get(addr)
+            if node is None:
+                self.counters["unknown_sender"] += 1
+            else:
+                self.medium.set_overhear(node, msg.on)
+                log.info("n%d overhearing %s", node, "on" if msg.on else "off")
         elif isinstance(msg, proto.Detach):
             node = self.addr_node.pop(addr, None)
             if node is not None:
