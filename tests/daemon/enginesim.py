@@ -8,7 +8,8 @@ everything happens in time order on a fake clock: no sleeping, fully determinist
 
 Every transmitted frame is logged (``frames``) so tests can decode them with tshark.
 With ``promiscuous=True`` a unicast frame is also handed to the sender's other
-neighbours (overhearing), which DSR's route shortening uses.
+neighbours (overhearing) whose engine sets ``wants_overheard``, through
+``overhear_frame`` (as the daemon's shell does), which DSR's route shortening uses.
 """
 
 from __future__ import annotations
@@ -185,11 +186,21 @@ class Sim:
         self._at(when, self._receiver(a.next_hop, a.packet, node))
         if self.promiscuous:
             for nb in sorted(self.adj[node] - {a.next_hop}):
-                self._at(when, self._receiver(nb, a.packet, node))
+                if self.engines[nb].wants_overheard:
+                    self._at(when, self._overhearer(nb, a.packet, node))
 
     def _receiver(self, nb: IPv4Address, packet: bytes, sender: IPv4Address) -> Callable[[], None]:
         def rx() -> None:
             self.engines[nb].receive_frame(self.now, packet, mac_of(sender), self.rssi_dbm)
+            self._drain(nb)
+
+        return rx
+
+    def _overhearer(
+        self, nb: IPv4Address, packet: bytes, sender: IPv4Address
+    ) -> Callable[[], None]:
+        def rx() -> None:
+            self.engines[nb].overhear_frame(self.now, packet, mac_of(sender), self.rssi_dbm)
             self._drain(nb)
 
         return rx

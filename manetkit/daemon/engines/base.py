@@ -5,7 +5,11 @@ An engine never touches a socket or a clock. The shell feeds it inputs stamped w
 returns None, and re-arms one timer at :meth:`RoutingEngine.get_timer`.
 
 Inputs
-  receive_frame(now, packet, src_mac, rssi_dbm)  an IPv4 packet that arrived on the radio
+  receive_frame(now, packet, src_mac, rssi_dbm)  an IPv4 packet that arrived on the radio,
+                                                 addressed to our MAC or broadcast/multicast
+  overhear_frame(now, packet, src_mac, rssi_dbm) an IPv4 packet another node sent to a third
+                                                 node, heard because the radio is promiscuous;
+                                                 only for engines with ``wants_overheard``
   send_local(now, packet)                        an IPv4 packet the node's apps sent (TUN)
   link_event(now, event)                         LinkUp / LinkDown / TxFailed / SignalSample
   handle_timer(now)                              the deadline from get_timer() has passed
@@ -14,6 +18,12 @@ Outputs (actions)
   Deliver(packet)               hand a packet to the local stack (write to TUN)
   Notify(event, fields)         an event for the event socket (route-up, route-down, ...)
   Dropped(reason, packet)       a packet the engine gave up on (counted by reason)
+
+Overheard frames (RFC 4728 8.4.4's "promiscuous receive mode") are for learning only:
+an engine must never forward, deliver or answer them as if they were addressed to it;
+it may update its caches and send its own control packets (DSR's gratuitous route
+reply). The shell turns the radio promiscuous only for an engine whose class sets
+``wants_overheard = True``, and otherwise drops such frames (counter ``not_for_us``).
 
 Next hops are mesh IPv4 addresses; the shell maps them to MACs through the shared
 :class:`manetkit.daemon.neighbours.NeighbourTable`, which engines fill as they learn
@@ -119,6 +129,8 @@ class RoutingEngine(ABC):
     """Base class: keeps the action queue; subclasses implement the protocol."""
 
     name: str = "?"
+    # True: the shell makes the radio promiscuous and feeds overhear_frame.
+    wants_overheard: bool = False
 
     def __init__(self) -> None:
         self._actions: deque[Action] = deque()
@@ -135,6 +147,14 @@ class RoutingEngine(ABC):
     def receive_frame(
         self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
     ) -> None: ...
+
+    def overhear_frame(  # noqa: B027 - an optional input: the default ignores it
+        self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
+    ) -> None:
+        """A unicast between two other nodes that the radio overheard: learn, never relay.
+
+        Called only when ``wants_overheard`` is True; the default ignores it.
+        """
 
     @abstractmethod
     def send_local(self, now: float, packet: bytes) -> None: ...

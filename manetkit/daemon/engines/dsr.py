@@ -20,13 +20,14 @@ does, by RFC section:
   (``LinkDown``); 8.3.4 a Route Error goes to the failed packet's source; 8.3.5 every node
   that handles a Route Error cuts the link from its cache.
 - 8.4.3 salvaging with another cached route, up to MaxSalvageCount times.
-- 8.4.4 automatic route shortening: a node that overhears a packet (the shell passes it
-  frames not addressed to it when the radio is promiscuous) and finds itself later in
+- 8.4.4 automatic route shortening: a node that overhears a packet (``wants_overheard``:
+  the shell makes the radio promiscuous and passes frames between other nodes to
+  :meth:`DsrEngine.overhear_frame`, which never forwards them) and finds itself later in
   the route than the intended receiver sends a gratuitous Route Reply, at most once per
   GratReplyHoldoff per (source, transmitter).
 - Route cache fed by discovery, by routes in packets this node forwards or receives,
-  and by replies (8.1.4 "add all usable routing information"). Snooping other nodes'
-  unicast frames is not available to a userspace daemon, so only what reaches us counts.
+  and by replies (8.1.4 "add all usable routing information"). Overheard frames feed
+  only route shortening (the gratuitous reply teaches both ends the shorter route).
 
 Network-layer acknowledgements (8.3.3, RexmtBufferSize, MaxMaintRexmt) are not used:
 802.11 gives link-layer feedback, which RFC 4728 8.3.1 prefers.
@@ -189,6 +190,7 @@ class DsrEngine(RoutingEngine):
     """
 
     name = "dsr"
+    wants_overheard = True  # 8.4.4 route shortening needs promiscuous receive
 
     def __init__(
         self,
@@ -275,6 +277,36 @@ class DsrEngine(RoutingEngine):
             self.counters["malformed"] += 1
             self.last_malformed = str(e)
             self._drop("malformed", packet)
+
+    def overhear_frame(
+        self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
+    ) -> None:
+        """A unicast between two other nodes (promiscuous radio): only 8.4.4 shortening."""
+        self._now = now
+        try:
+            if len(packet) < 20 or packet[0] >> 4 != 4 or packet[9] != ipv4.PROTO_DSR:
+                self.counters["overheard-ignored"] += 1
+                return
+            ihl = (packet[0] & 0x0F) * 4
+            o = ihl + dsr.HEADER_LEN
+            if packet[o] == dsr.OPT_SRCRT and o + 4 <= len(packet):
+                sr_at = o  # a data packet: the Source Route comes first
+            else:
+                sr = dsr.parse(packet)[1].first(dsr.SourceRoute)
+                if sr is None:
+                    self.counters["overheard-ignored"] += 1
+                    return
+                sr_at = sr.offset
+            olen = packet[sr_at + 1]
+            if olen < 2 or (olen - 2) & 3 or (packet[sr_at + 3] & 0x3F) > (olen - 2) >> 2:
+                raise dsr.MalformedDsr(f"source route option length {olen}")
+            if sr_at + 2 + olen > len(packet):
+                raise dsr.MalformedDsr("source route runs past the packet")
+            self._overheard(now, packet, sr_at)
+        except (ValueError, IndexError, struct.error) as e:
+            # Not ours to drop (it was never addressed to us): only counted.
+            self.counters["overheard-malformed"] += 1
+            self.last_malformed = str(e)
 
     def send_local(self, now: float, packet: bytes) -> None:
         self._now = now
