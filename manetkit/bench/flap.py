@@ -28,10 +28,12 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,7 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from manetkit.errors import UserError
-from manetkit.lab import nodes, paths
+from manetkit.lab import nodes, paths, stacks
 
 MODES = ("plain", "fixed-rto", "elfn", "bus")
 SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
@@ -155,6 +157,53 @@ def recoveries(samples: list[tuple[float, int]], ups: list[float], t1: float) ->
     return out
 
 
+# --- the daemons' event streams ---------------------------------------------------------------
+
+
+class EventRecorder:
+    """Subscribes to every node's daemon event socket (a path, reachable from the root
+    namespace) and appends ``{"node": .., **event}`` lines to a file: the evidence of
+    which route-down/route-up/erdn/ersn each node emitted, and when."""
+
+    def __init__(self, lab: str, node_names: list[str], out: Path) -> None:
+        self.out = out.open("w")
+        self.lock = threading.Lock()
+        self.socks: list[socket.socket] = []
+        for n in node_names:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(stacks.daemon_socket(lab, n)))
+                s.sendall(b'{"cmd":"subscribe"}\n')
+            except OSError:
+                s.close()
+                continue
+            self.socks.append(s)
+            threading.Thread(target=self._read, args=(n, s), daemon=True).start()
+
+    def _read(self, node: str, s: socket.socket) -> None:
+        buf = b""
+        try:
+            while chunk := s.recv(65536):
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(ev, dict) and "event" in ev:
+                        with self.lock:
+                            self.out.write(json.dumps({"node": node, **ev}) + "\n")
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for s in self.socks:
+            s.close()
+        with self.lock:
+            self.out.close()
+
+
 # --- one mode --------------------------------------------------------------------------------
 
 
@@ -177,8 +226,10 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
         k, _, v = kv.partition("=")
         overrides[k] = v
     nodes.down(lab)
+    recorder: EventRecorder | None = None
     try:
         nodes.up(SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
+        recorder = EventRecorder(lab, ["n1", "n2", "n3", "n4"], work / f"{mode}-events.jsonl")
         rx, tx = work / f"{mode}-recv.json", work / f"{mode}-send.json"
         for f in (rx, tx, rx.with_suffix(".first")):
             f.unlink(missing_ok=True)
@@ -194,7 +245,7 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
             time.sleep(0.1)
         t0 = time.monotonic() + args.warmup
         t1 = t0 + args.duration
-        downs, ups = [], []
+        downs, ups, ups_wall = [], [], []
         t = t0 + args.first
         while t + args.down <= t1:
             time.sleep(max(0.0, t - time.monotonic()))
@@ -203,6 +254,7 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
             time.sleep(max(0.0, t + args.down - time.monotonic()))
             _medium_link(lab, "auto")
             ups.append(time.monotonic())
+            ups_wall.append(time.time())
             t += args.period
         time.sleep(max(0.0, t1 - time.monotonic()))
         for p in (r, s):
@@ -216,6 +268,13 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
         rres = json.loads(rx.read_text()) if rx.exists() else {"bytes": 0, "samples": []}
         sres = json.loads(tx.read_text()) if tx.exists() else {"sent": 0, "error": "no result"}
     finally:
+        if recorder is not None:
+            recorder.close()
+        # the daemons' and proxies' logs outlive the lab: why a recovery took so long
+        logs = work / f"{mode}-logs"
+        shutil.rmtree(logs, ignore_errors=True)
+        if paths.logs_dir(lab).is_dir():
+            shutil.copytree(paths.logs_dir(lab), logs, dirs_exist_ok=True)
         nodes.down(lab)
     samples = [(float(a), int(b)) for a, b in rres.get("samples", [])]
     rec = recoveries(samples, ups, t1)
@@ -231,6 +290,7 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
         "receiver_error": rres.get("error"),
         "breaks": len(downs),
         "recovery_s": rec,
+        "link_up_unix": [round(x, 3) for x in ups_wall],  # to read the copied logs by
         "recovery_mean_s": round(sum(got) / len(got), 3) if got else None,
         "recovery_max_s": max(got) if got else None,
     }

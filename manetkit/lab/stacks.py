@@ -19,6 +19,8 @@ daemon's event socket, status socket ``<lab dir>/nodes/nI/proxy.sock``
 (``proxy_socket``). It is ready when its status socket answers and, with a daemon, it has
 subscribed to the daemon's events. ``MANETKIT_LAB_PROXY_CONFIG`` (YAML) is merged into
 every node's proxy config (e.g. ``partition_timeout``); the sockets are set per node.
+``proxy: bus`` also sets ``bus: true`` in every daemon's protocol section (TCP-BuS,
+docs/elfn-bus.md): the proxy's bus mode needs the daemons' ERDN/ERSN.
 """
 
 from __future__ import annotations
@@ -218,7 +220,12 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     proxy = getattr(scenario, "proxy", "none")
     specs: list[ProcessSpec] = []
     if stack in ("aodv", "dsr"):
-        specs.append(daemon_spec(lab, node, stack, extra_from_env()))
+        extra = extra_from_env()
+        if proxy == "bus":
+            # a bus proxy freezes on ERDN and resumes on ERSN: without the daemons' BuS
+            # (pivot holds, local repair, notices) it would only ever probe like elfn
+            extra = _merge(extra, {stack: {"bus": True}})
+        specs.append(daemon_spec(lab, node, stack, extra))
     elif stack != "none":
         raise UserError(f"stack {stack!r} is not built (use aodv, dsr or none)")
     if proxy in ("plain", "fixed-rto", "elfn", "bus"):

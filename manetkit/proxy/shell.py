@@ -110,6 +110,10 @@ class _Side(asyncio.Protocol):
         self.relay.on_pause(self, False)
 
 
+# the event fields worth a log line (the rest, e.g. paths, is in the daemon's stream)
+_EVENT_KEYS = ("dst", "src", "sport", "dport", "seq", "last_ack", "pivot", "reason", "hops")
+
+
 class Relay:
     """One application connection and its session across mesh legs."""
 
@@ -431,6 +435,8 @@ class Relay:
         s = self.session
         if s.state is State.CLOSED or s.mode in ("plain", "fixed-rto"):
             return
+        log.info("session %s (%s): %s %s", s.sid_hex[:8], s.state.value, kind,
+                 {k: v for k, v in ev.items() if k in _EVENT_KEYS})  # fmt: skip
         if kind in ("route-down", "erdn"):
             if kind == "erdn" and s.mode != "bus":
                 return
