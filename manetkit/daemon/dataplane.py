@@ -6,6 +6,11 @@ socket is bound with that ethertype as its protocol, so the kernel filters out e
 other frame before it reaches Python, and PACKET_IGNORE_OUTGOING stops our own
 transmissions from looping back.
 
+Frames whose destination MAC is neither ours nor a group address (a promiscuous radio
+overheard them) never reach the normal receive path: they go to a separate
+``overheard`` handler when the engine wants them, else they are counted (``not_for_us``)
+and dropped.
+
 The hot path is a tight loop (DESIGN.md "Performance notes"): on readiness each fd is
 drained until EAGAIN, each frame costs one recv and one slice, checked with a few byte
 comparisons, and handed to a callback. Counters are plain int attributes (a Counter's
@@ -109,6 +114,8 @@ class DataPlane:
         self.tun_not_ipv4 = 0
         self.tx_errors = 0
         self.tun_write_errors = 0
+        self.not_for_us = 0
+        self.rx_overheard = 0
 
     @classmethod
     def open(cls, tun_name: str, interface: str, ethertype: int) -> DataPlane:
@@ -127,10 +134,14 @@ class DataPlane:
             self.tun_fd = -1
 
     # -- radio side
-    def drain_radio(self, handler: RadioHandler, batch: int = BATCH) -> int:
-        """Receive up to ``batch`` frames, handing each valid IPv4 packet to ``handler``."""
+    def drain_radio(
+        self, handler: RadioHandler, batch: int = BATCH, overheard: RadioHandler | None = None
+    ) -> int:
+        """Receive up to ``batch`` frames, handing each valid IPv4 packet to ``handler``
+        (frames to our MAC or a group address) or to ``overheard`` (unicasts to others)."""
         recv = self.radio.recv
         etype = self._etype
+        me = self.mac
         n = 0
         while n < batch:
             try:
@@ -142,6 +153,10 @@ class DataPlane:
                     break
                 raise
             n += 1
+            other = not frame[0] & 1 and frame[:6] != me
+            if other and overheard is None:
+                self.not_for_us += 1
+                continue
             flen = len(frame)
             if flen < ETH_HLEN + 20:
                 self.malformed_short += 1
@@ -155,6 +170,10 @@ class DataPlane:
             total = (frame[16] << 8) | frame[17]
             if vihl >> 4 != 4 or (vihl & 15) < 5 or total < (vihl & 15) * 4 or total > flen - 14:
                 self.malformed_ipv4 += 1
+                continue
+            if other:
+                self.rx_overheard += 1
+                overheard(frame[6:12], frame[14 : 14 + total])
                 continue
             self.rx_frames += 1
             self.rx_bytes += total
@@ -217,4 +236,6 @@ class DataPlane:
             "tun_not_ipv4": self.tun_not_ipv4,
             "tx_errors": self.tx_errors,
             "tun_write_errors": self.tun_write_errors,
+            "not_for_us": self.not_for_us,
+            "rx_overheard": self.rx_overheard,
         }

@@ -4,7 +4,9 @@ What the daemon changes, and undoes on exit (also on SIGTERM/SIGINT, see shell.p
   - ``mesh0``: the node's mesh address (/32), MTU, up; IPv6 off (the mesh is IPv4 only,
     and router solicitations would only be counted and dropped);
   - a route for the mesh prefix via ``mesh0`` with the mesh address as preferred source;
-  - the radio interface is brought up if it was down (it carries no IP: DESIGN.md).
+  - the radio interface is brought up if it was down (it carries no IP: DESIGN.md);
+  - the radio interface is made promiscuous (IFF_PROMISC) when the engine wants
+    overheard frames (DSR route shortening), and put back as it was on exit.
 A stale ``mesh0`` (a persistent TUN or any leftover link of that name after a crash) is
 deleted before the daemon creates its own.
 """
@@ -21,6 +23,8 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 log = logging.getLogger(__name__)
 
+IFF_PROMISC = 0x100  # linux/if.h
+
 
 class KernelGlue:
     def __init__(
@@ -35,6 +39,7 @@ class KernelGlue:
         self._route_added = False
         self._addr_added = False
         self._tun_index: int | None = None
+        self._promisc_set: int | None = None  # radio index we made promiscuous
 
     def _index(self, name: str) -> int | None:
         found = self._ipr.link_lookup(ifname=name)
@@ -57,6 +62,32 @@ class KernelGlue:
         link = self._ipr.get_links(idx)[0]
         if not link["flags"] & 1:  # IFF_UP
             self._ipr.link("set", index=idx, state="up")
+
+    def set_radio_promiscuous(self) -> bool:
+        """Turn IFF_PROMISC on on the radio (undone by :meth:`restore_radio`).
+
+        On 802.11 this makes mac80211 pass up unicasts between other stations of the
+        IBSS (docs/daemon.md, "Overhearing"); the lab radio polls the same flag.
+        Returns False if it was already on (then it is left on at exit).
+        """
+        idx = self._index(self.radio)
+        if idx is None:
+            raise LookupError(f"radio interface {self.radio!r} does not exist")
+        if self._ipr.get_links(idx)[0]["flags"] & IFF_PROMISC:
+            return False
+        self._ipr.link("set", index=idx, flags=IFF_PROMISC, mask=IFF_PROMISC)
+        self._promisc_set = idx
+        return True
+
+    def restore_radio(self) -> None:
+        """Undo :meth:`set_radio_promiscuous` (a vanished interface needs nothing)."""
+        idx, self._promisc_set = self._promisc_set, None
+        if idx is None:
+            return
+        try:
+            self._ipr.link("set", index=idx, flags=0, mask=IFF_PROMISC)
+        except NetlinkError as exc:
+            log.debug("restore radio: %s", exc)
 
     def radio_mtu(self) -> int:
         idx = self._index(self.radio)

@@ -87,6 +87,8 @@ class Daemon:
             self.neighbours.learn(0.0, addr, bytes.fromhex(mac.replace(":", "")))
         self.dp: DataPlane | None = None
         self.kernel: KernelGlue | None = None
+        # Frames between other nodes: to the engine if it learns from them, else dropped.
+        self._overheard = self._overheard_frame if self.engine.wants_overheard else None
         self.events = EventServer(cfg.event_socket, self.status)
         hy = cfg.link_sensing.hysteresis
         if cfg.link_sensing.backend == "hello":
@@ -142,6 +144,9 @@ class Daemon:
                 await self._kcall(kernel.check_radio)
             except LookupError as exc:
                 raise UserError(f"radio_interface: {exc}") from None
+            # Promiscuous receive (RFC 4728 8.4.4) for route shortening.
+            if self.engine.wants_overheard and await self._kcall(kernel.set_radio_promiscuous):
+                log.info("%s set promiscuous (overhearing)", cfg.radio_interface)
             await self._kcall(kernel.remove_stale_tun)
             self.dp = DataPlane.open(cfg.tun_name, cfg.radio_interface, cfg.ethertype)
             await self._kcall(kernel.configure_tun)
@@ -197,6 +202,7 @@ class Daemon:
                 loop.remove_reader(self.dp.tun_fd)
         if self.kernel is not None:
             await self._kcall(self.kernel.undo)
+            await self._kcall(self.kernel.restore_radio)
         if self.dp is not None:
             self.dp.close()  # closing the fd deletes the (non-persistent) TUN
             self.dp = None
@@ -251,7 +257,7 @@ class Daemon:
     def _on_radio(self) -> None:
         assert self._loop is not None and self.dp is not None
         self._now = self._loop.time()
-        self.dp.drain_radio(self._rx_frame)
+        self.dp.drain_radio(self._rx_frame, overheard=self._overheard)
         self._transmit()
 
     def _rx_frame(self, mac: bytes, packet: bytes) -> None:
@@ -259,6 +265,9 @@ class Daemon:
             self._on_hello(mac, packet)
             return
         self.engine.receive_frame(self._now, packet, mac)
+
+    def _overheard_frame(self, mac: bytes, packet: bytes) -> None:
+        self.engine.overhear_frame(self._now, packet, mac)
 
     def _on_tun(self) -> None:
         assert self._loop is not None and self.dp is not None
