@@ -110,6 +110,7 @@ class _Side(asyncio.Protocol):
         self.relay.on_pause(self, False)
 
 
+FROZEN_STATES = (State.FROZEN, State.PROBING)
 # the event fields worth a log line (the rest, e.g. paths, is in the daemon's stream)
 _EVENT_KEYS = ("dst", "src", "sport", "dport", "seq", "last_ack", "pivot", "reason", "hops")
 
@@ -139,6 +140,7 @@ class Relay:
         self.started = time.time()
         self.closed = False
         self.last_tcp_info: modes.TcpInfo | None = None
+        self.frozen_by: str | None = None  # the event that froze the session last
 
     # --- identification -------------------------------------------------------------
 
@@ -185,6 +187,7 @@ class Relay:
             "replay_bytes": s.replay_bytes,
             "resumes": s.resumes,
             "probes": s.probes,
+            "frozen_by": self.frozen_by,
             "age_s": round(time.time() - self.started, 1),
             "tcp_info": info.as_dict() if info else None,
         }
@@ -442,8 +445,14 @@ class Relay:
                 return
             if s.state is State.FLOWING:
                 s.freeze(f"{kind} from {ev.get('pivot') or ev.get('src') or 'daemon'}", now)
-                wait = self.proxy.cfg.bus_wait if s.mode == "bus" else None
-                self.schedule_probe(wait)
+                self.frozen_by = kind
+                # bus: a pivot is repairing (its ERSN is due); otherwise probe (ELFN)
+                self.schedule_probe(self.proxy.cfg.bus_wait if kind == "erdn" else None)
+            elif kind == "erdn" and self.frozen_by != "erdn" and s.state in FROZEN_STATES:
+                # DSR carries the ELFN route-down and the ERDN in one Route Error: the
+                # route-down froze the session, the ERDN says to wait for the ERSN
+                self.frozen_by = kind
+                self.schedule_probe(self.proxy.cfg.bus_wait)
         elif kind in ("route-up", "ersn"):
             if s.state in (State.FROZEN, State.PROBING):
                 backed = modes.backed_off(self.tcp_info())

@@ -5,9 +5,9 @@ n4 (3 hops) through the proxies while the middle link n2-n3 is down for 5 s. The
 application must see no error and get every byte (SHA-256). During the break,
 ``manetkit status`` (run through ``lab exec``, which points it at the node's daemon and
 proxy) shows the session in the mode's state. tests/proxy/test_proxy_netns.py covers all
-four modes over veth with a fake daemon; here fixed-rto and elfn run on the real stack
-(each costs ~35 s of CI time; plain is the kernel alone and bus needs the daemon's
-ERDN/ERSN, without which it behaves like elfn).
+four modes over veth with a fake daemon; here fixed-rto, elfn and bus run on the real
+stack (each costs ~35 s of CI time; plain is the kernel alone). ``--proxy bus`` turns on
+the daemons' TCP-BuS, so n1's session must be frozen by the pivot's ERDN.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def node_status(lab: str) -> dict:
     return json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("mode", ["fixed-rto", "elfn"])
+@pytest.mark.parametrize("mode", ["fixed-rto", "elfn", "bus"])
 def test_transfer_over_3_hops_survives_a_5s_break(lab_up, mode: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     need_engine("dsr")
     lab = lab_up("--stack", "dsr", "--proxy", mode, "--set", "radio.rate_mbps=11")
@@ -88,10 +88,13 @@ def test_transfer_over_3_hops_survives_a_5s_break(lab_up, mode: str, tmp_path: P
             manetkit("lab", "link", "n2", "n3", "down", "--name", lab)
             t_down = time.monotonic()
             seen: set[tuple[str, str]] = set()
+            frozen_by: set[str | None] = set()
             rtos: list[float] = []
             while time.monotonic() - t_down < BREAK_S:
                 for s in node_status(lab).get("proxy", {}).get("sessions", []):
                     seen.add((s["mode"], s["state"]))
+                    if s["state"] in ("frozen", "probing"):
+                        frozen_by.add(s.get("frozen_by"))
                     if s.get("tcp_info"):
                         rtos.append(s["tcp_info"]["rto_ms"])
                 time.sleep(0.5)
@@ -111,6 +114,9 @@ def test_transfer_over_3_hops_survives_a_5s_break(lab_up, mode: str, tmp_path: P
     if mode == "elfn":
         # the real daemon's route-down froze the session
         assert {"frozen", "probing", "resuming"} & {st for _, st in seen}, seen
+    elif mode == "bus":
+        # the pivot's ERDN (relayed by n2's daemon, BuS on) froze n1's session
+        assert "erdn" in frozen_by, (seen, frozen_by)
     else:
         # Reno-F: the mesh leg's RTO never grows beyond the cap (TCP_RTO_MAX_MS = 1000)
         assert rtos and max(rtos) <= 1000 + 1, rtos
