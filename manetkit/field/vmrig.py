@@ -37,7 +37,7 @@ DEFAULT_CACHE = Path(os.environ.get("MANETKIT_VM_CACHE", "/var/cache/manetkit/vm
 # Modules the initramfs loads before it can see the host (virtio PCI + 9p) and the ones
 # the test needs (hwsim; tun for the daemon's mesh0); dependencies are resolved by modprobe.
 MODULES = ["virtio_pci", "9pnet_virtio", "9p", "mac80211_hwsim", "tun"]
-BUSYBOX_APPLETS = ["sh", "mount", "mkdir", "modprobe", "chroot", "poweroff", "cat", "echo"]
+BUSYBOX_APPLETS = ["sh", "mount", "mkdir", "modprobe", "chroot", "poweroff", "cat", "echo", "sed"]
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The guest mounts a tmpfs over these in its chroot of the host's root.
 GUEST_TMPFS = [Path("/tmp"), Path("/run"), Path("/var/tmp")]
@@ -313,7 +313,8 @@ def run_rig(
         }
         (results / "plan.json").write_text(json.dumps(plan))
         (results / "run.sh").write_text(guest_launcher(plan))
-        argv = qemu_command(kernel, initramfs, results, "")
+        hidden = any(REPO_ROOT.is_relative_to(d) for d in GUEST_TMPFS)
+        argv = qemu_command(kernel, initramfs, results, f"mk_keep={REPO_ROOT}" if hidden else "")
         console = run_qemu(argv, timeout)
         (results / "console.log").write_text(console)
         report_file = results / "result.json"
