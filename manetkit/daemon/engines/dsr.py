@@ -20,6 +20,13 @@ does, by RFC section:
   (``LinkDown``); 8.3.4 a Route Error goes to the failed packet's source; 8.3.5 every node
   that handles a Route Error cuts the link from its cache.
 - 8.4.3 salvaging with another cached route, up to MaxSalvageCount times.
+- 8.3 (spirit) and Holland & Vaidya section 7 ("negative information"): a link seen
+  to fail (``TxFailed``/``LinkDown``, or named by a received Route Error) is *held*:
+  no route through it is cached, whatever packet, request or reply carries it, until
+  link sensing reports the neighbour up again (``LinkUp``, links where this node is
+  the first node) or ``broken_link_hold_s`` passes. Packets the source sent before it
+  heard the Route Error still carry the old route; without the hold the node that
+  detected the break re-learnt the dead link from them.
 - 8.4.4 automatic route shortening: a node that overhears a packet (``wants_overheard``:
   the shell makes the radio promiscuous and passes frames between other nodes to
   :meth:`DsrEngine.overhear_frame`, which never forwards them) and finds itself later in
@@ -147,6 +154,12 @@ class DsrConfig(BusSettings):
     route_cache_size: int = Field(
         64, ge=1, description="paths the route cache holds (least recently used evicted)"
     )
+    broken_link_hold_s: float = Field(
+        2.0,
+        ge=0,
+        le=60,
+        description="a link seen to fail is not cached again for this long (or until LinkUp)",
+    )
     seed: int | None = Field(
         None, description="seed of the jitter's random generator (tests); None = random"
     )
@@ -175,6 +188,16 @@ class _Discovery:
     attempts: int = 0  # propagating requests sent so far (0 = only the ring-0 one)
     next_at: float = 0.0
     last_id: int = 0
+    sent_at: float = 0.0  # when the latest request went out
+
+
+@dataclass(slots=True)
+class _HeldLink:
+    """A link seen to fail: not cached again until ``until`` (or LinkUp if ``local``)."""
+
+    since: float
+    until: float
+    local: bool  # this node detected the break (it is the link's first node)
 
 
 _TIMER_BCAST = 0
@@ -214,6 +237,7 @@ class DsrEngine(RoutingEngine):
         self._next_id = self._rng.randrange(0x10000)
         self._grat_sent: dict[tuple[IPv4Address, IPv4Address], float] = {}
         self._down: set[IPv4Address] = set()
+        self._held: dict[frozenset[IPv4Address], _HeldLink] = {}
         self._hot: dict[bytes, tuple[float, IPv4Address | None]] = {}
         self._out: dict[bytes, tuple[int, float, IPv4Address, bytes]] = {}
         self._addr_cache: dict[bytes, IPv4Address] = {}
@@ -349,6 +373,9 @@ class DsrEngine(RoutingEngine):
     def link_event(self, now: float, event: LinkEvent) -> None:
         self._now = now
         if isinstance(event, LinkUp):
+            # Link sensing saw the neighbour again: the held link may be cached again.
+            if self._held.pop(frozenset((self.address, event.neighbour)), None) is not None:
+                self.counters["held-link-up"] += 1
             # A neighbour is a one-hop route (RFC 4728 4.1: any usable route info).
             self._learn(now, (self.address, event.neighbour))
         elif isinstance(event, LinkDown):
@@ -489,17 +516,47 @@ class DsrEngine(RoutingEngine):
         self.counters["data-delivered"] += 1
         self._actions.append(Deliver(bytes(head) + packet[end:total]))
 
-    def _learn_around(self, now: float, full: list[IPv4Address]) -> None:
+    def _learn_around(self, now: float, full: list[IPv4Address], fresh: float = -1.0) -> None:
         """Cache both directions from this node along a route it is on (links are
         bidirectional on 802.11, see module docstring)."""
         try:
             p = full.index(self.address)
         except ValueError:
             return
-        self._learn(now, tuple(full[p:]))
-        self._learn(now, tuple(reversed(full[: p + 1])))
+        self._learn(now, tuple(full[p:]), fresh)
+        self._learn(now, tuple(reversed(full[: p + 1])), fresh)
 
-    def _learn(self, now: float, path: Path) -> None:
+    def _hold_link(self, now: float, a: IPv4Address, b: IPv4Address, local: bool) -> None:
+        """Remember that link a-b failed (either direction, like the cache's links)."""
+        k = frozenset((a, b))
+        old = self._held.get(k)
+        self._held[k] = _HeldLink(
+            now,
+            now + self.config.broken_link_hold_s,
+            local or (old is not None and old.local and now < old.until),
+        )
+
+    def _unheld_prefix(self, now: float, path: Path, fresh: float) -> Path:
+        """``path`` cut before its first held link. ``fresh``: the route answers a
+        request this node sent at that time, so a link held (by another node's Route
+        Error) before then has been crossed since and is released; a link this node
+        saw fail itself waits for LinkUp or the hold time."""
+        held = self._held
+        for i in range(len(path) - 1):
+            k = frozenset((path[i], path[i + 1]))
+            h = held.get(k)
+            if h is None:
+                continue
+            if now >= h.until or (not h.local and h.since < fresh):
+                del held[k]
+                continue
+            self.counters["held-link-refused"] += 1
+            return path[: i + 1]
+        return path
+
+    def _learn(self, now: float, path: Path, fresh: float = -1.0) -> None:
+        if self._held:
+            path = self._unheld_prefix(now, path, fresh)
         if len(path) < 2 or len(path) - 1 > self.config.max_route_length:
             return
         if not self.cache.add(now, path):
@@ -574,7 +631,9 @@ class DsrEngine(RoutingEngine):
                 self._route_error_seen(now, ip, opt, elfn)
             elif isinstance(opt, dsr.RouteReply):
                 self.counters["replies-seen"] += 1
-                self._learn_around(now, [ip.dst, *opt.addresses])
+                d = self._discoveries.get(opt.addresses[-1]) if opt.addresses else None
+                fresh = d.sent_at if d is not None and ip.dst == self.address else -1.0
+                self._learn_around(now, [ip.dst, *opt.addresses], fresh)
         sr = hdr.first(dsr.SourceRoute)
         relay: list[mx.Notice] = []
         if items:
@@ -726,13 +785,14 @@ class DsrEngine(RoutingEngine):
     # ------------------------------------------------------------------ discovery
     def _start_discovery(self, now: float, target: IPv4Address) -> None:
         d = self._discoveries[target] = _Discovery(target, now)
-        self._send_request(d, ttl=1)  # ring 0: neighbours only (8.2.1)
+        self._send_request(now, d, ttl=1)  # ring 0: neighbours only (8.2.1)
         d.next_at = now + self.config.nonprop_request_timeout_ms / 1000
         self._schedule(d.next_at, _TIMER_DISCOVERY, target)
 
-    def _send_request(self, d: _Discovery, ttl: int) -> None:
+    def _send_request(self, now: float, d: _Discovery, ttl: int) -> None:
         self._next_id = (self._next_id + 1) & 0xFFFF
         d.last_id = self._next_id
+        d.sent_at = now
         pkt = dsr.encapsulate(
             dsr.IPFields(self.address, BROADCAST, ttl=ttl),
             [dsr.RouteRequest(d.last_id, d.target)],
@@ -755,7 +815,7 @@ class DsrEngine(RoutingEngine):
             self._bus_give_up(d.target)
             self._emit(Notify("route-down", {"dst": str(d.target), "reason": "no-route"}))
             return
-        self._send_request(d, ttl=cfg.discovery_hop_limit)
+        self._send_request(now, d, ttl=cfg.discovery_hop_limit)
         backoff = min(cfg.request_period_ms / 1000 * (2**d.attempts), cfg.max_request_period_s)
         d.attempts += 1
         d.next_at = now + backoff
@@ -807,6 +867,7 @@ class DsrEngine(RoutingEngine):
             except (ValueError, IndexError, struct.error):
                 self.counters["malformed"] += 1
         elfn = failed[3] if failed is not None else {}
+        self._hold_link(now, self.address, neighbour, local=True)
         lost = self._purge_link(now, self.address, neighbour)
         if lost:
             self.counters["link-breaks"] += 1
@@ -946,6 +1007,8 @@ class DsrEngine(RoutingEngine):
         bad = err.unreachable
         if bad is None:
             return
+        if err.error_src != self.address:
+            self._hold_link(now, err.error_src, bad, local=False)
         lost = self._purge_link(now, err.error_src, bad)
         if err.error_dst != self.address:
             return
