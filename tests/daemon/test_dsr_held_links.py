@@ -90,3 +90,24 @@ def test_without_link_up_the_hold_time_ends_the_hold():
     sim.link(A(3), A(4))  # back, but link sensing (off here) says nothing
     inject_stale(sim, pkt, 0.2)
     assert (3, 4, 5) in paths(sim, 3)
+
+
+def test_link_up_restarts_a_discovery_waiting_out_its_back_off():
+    sim = setup(bus=False)
+    break_and_send(sim)
+    sim.send(A(1), data(1300))  # no route: node 1 rediscovers, nothing answers
+    sim.run(duration=0.8)  # back-off running
+    eng1 = sim.engines[A(1)]
+    (d,) = eng1._discoveries.values()
+    assert d.attempts >= 1 and d.next_at > sim.now + 0.1
+    sent = eng1.counters["requests-sent"]
+    t_up = sim.now
+    sim.link(A(3), A(4))
+    sim.link_event(A(1), LinkUp(A(2)))  # link sensing at the source saw a neighbour
+    sim.link_event(A(3), LinkUp(A(4)))
+    sim.run(duration=0.1)
+    assert eng1.counters["requests-sent"] == sent + 1
+    assert eng1.counters["discovery-restarted"] == 1
+    ups = [e for e in sim.events(A(1), "route-up") if e["dst"] == "10.42.0.5"]
+    assert ups and seqs(sim.delivered[A(5)])[-1] == 1300
+    assert all(f.time < t_up + 0.1 for f in sim.frames if f.sender == A(1))

@@ -378,6 +378,14 @@ class DsrEngine(RoutingEngine):
                 self.counters["held-link-up"] += 1
             # A neighbour is a one-hop route (RFC 4728 4.1: any usable route info).
             self._learn(now, (self.address, event.neighbour))
+            # RFC 4728 8.2.1 lets a node ask again when it believes the topology
+            # changed: a discovery waiting out its back-off asks now (ELFN recovery).
+            gap = self.config.nonprop_request_timeout_ms / 1000
+            for d in self._discoveries.values():
+                if d.attempts >= 1 and d.next_at > now and now - d.sent_at >= gap:
+                    self.counters["discovery-restarted"] += 1
+                    d.next_at = now
+                    self._schedule(now, _TIMER_DISCOVERY, d.target)
         elif isinstance(event, LinkDown):
             self._link_broken(now, event.neighbour, None, event.reason)
         elif isinstance(event, TxFailed):
