@@ -33,6 +33,7 @@ from rich.table import Table
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, paths, scenario
 from manetkit.lab.medium import protocol
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 SUBNET = "10.43.0"
 IPERF_PORT = 5201
@@ -47,7 +48,7 @@ def addr(k: int) -> str:
     return f"{SUBNET}.{k}"
 
 
-SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+SHIPPED = SHIPPED_SCENARIOS
 LONGEST_SHIPPED = 9
 
 

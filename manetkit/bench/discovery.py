@@ -41,9 +41,10 @@ from rich.console import Console
 from rich.table import Table
 
 from manetkit.lab import paths
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 GOAL_MS_PER_HOP = 2.0
-REPO_SCENARIOS = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+REPO_SCENARIOS = SHIPPED_SCENARIOS
 
 
 def register(parser: argparse.ArgumentParser) -> None:

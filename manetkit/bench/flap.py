@@ -42,9 +42,10 @@ from rich.table import Table
 
 from manetkit.errors import UserError
 from manetkit.lab import nodes, paths, stacks
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 MODES = ("plain", "fixed-rto", "elfn", "bus")
-SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+SHIPPED = SHIPPED_SCENARIOS
 BLOCK = 65536
 PORT = 5299
 SRC, DST = "n1", "n4"

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, paths
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 GOAL_UP_S = 30.0
 console = Console()
@@ -82,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--scenario", default="configs/scenarios/rwp-30.yaml", help="scenario (rwp-30.yaml)"
+        "--scenario",
+        default=str(SHIPPED_SCENARIOS / "rwp-30.yaml"),
+        help="scenario (default: the shipped rwp-30.yaml)",
     )
     parser.add_argument("--runs", type=int, default=1, help="repetitions (1)")
     parser.set_defaults(func=run)

@@ -24,8 +24,9 @@ from rich.table import Table
 
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, paths, stacks
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+SCENARIOS = SHIPPED_SCENARIOS
 console = Console()
 
 

@@ -25,6 +25,9 @@ from manetkit.lab.medium.airtime import (
     is_ofdm,
 )
 
+# The shipped scenarios (configs/scenarios/ of this checkout; manetkit installs editable).
+SHIPPED_SCENARIOS = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
