@@ -64,8 +64,16 @@ from manetkit.daemon.engines.base import (
     RoutingEngine,
     SendFrame,
     TxFailed,
+    failed_packet_fields,
 )
-from manetkit.daemon.engines.bus import BusSettings, BusState, FlowKey, tcp_fields
+from manetkit.daemon.engines.bus import (
+    BusSettings,
+    BusState,
+    FlowKey,
+    flow_from_fields,
+    flow_key,
+    tcp_fields,
+)
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer
 from manetkit.daemon.wire import aodv, ipv4
@@ -900,9 +908,11 @@ class AodvEngine(RoutingEngine):
         """The link to neighbour ``nb`` is gone: repair or report every route over it."""
         self._hello_from.pop(nb, None)
         failed = (
-            _failed_fields(packet) if packet is not None and not aodv.is_control(packet) else {}
+            failed_packet_fields(packet)
+            if packet is not None and not aodv.is_control(packet)
+            else {}
         )
-        flow = _flow(failed) if failed else None
+        flow = flow_from_fields(failed) if failed else None
         if flow is not None and flow.src == self.address:
             flow = None  # our own packet: re-buffered here, nobody upstream to tell
         out: list[tuple[IPv4Address, int]] = []
@@ -1091,13 +1101,13 @@ class AodvEngine(RoutingEngine):
             return
         pkt = aodv.control_packet(msg, self.address, up, _CONTROL_TTL)
         self._emit(SendFrame(up, pkt))
-        self._bus.sent(now, notice.key, up, pkt, _key(notice.flow))
+        self._bus.sent(now, notice.key, up, pkt, flow_key(notice.flow))
         self._set_deadline(now + self._bus.rexmt)
 
     def _bus_pivot(self, now: float, flow: mx.Flow, r: Route) -> None:
         """This node is the pivot of ``flow`` (its route to ``r.dst`` broke): ERDN
         with the sequence at the head of its queue; the repair is under way."""
-        key = _key(flow)
+        key = flow_key(flow)
         h = self._bus.start(now, key, pivot=True)
         h.head_seq = flow.seq
         self._set_deadline(now + self._bus.settings.bus_hold_s)
@@ -1132,7 +1142,7 @@ class AodvEngine(RoutingEngine):
             if not self._bus.first_time(now, n.key):
                 continue
             f = n.flow
-            key = _key(f)
+            key = flow_key(f)
             base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
             if n.kind == mx.KIND_ERDN:
                 self.counters["bus-erdn-received"] += 1
@@ -1263,36 +1273,6 @@ class AodvEngine(RoutingEngine):
             "counters": counters,
             "bus": self._bus.status(),
         }
-
-
-def _failed_fields(packet: bytes) -> dict[str, Any]:
-    """ELFN fields of the packet that hit the break (Holland & Vaidya section 4)."""
-    try:
-        h = ipv4.parse(packet)
-    except ipv4.MalformedPacket:
-        return {}
-    out: dict[str, Any] = {"src": str(h.src), "dst": str(h.dst), "proto": h.protocol}
-    if h.protocol == ipv4.PROTO_TCP:
-        pss = ipv4.tcp_ports_seq(packet[h.ihl :])
-        if pss:
-            out["sport"], out["dport"], out["seq"] = pss
-    return out
-
-
-def _key(f: mx.Flow) -> FlowKey:
-    return f.src.packed, f.dst.packed, f.sport, f.dport
-
-
-def _flow(fields: dict[str, Any]) -> mx.Flow:
-    """The ELFN notice of a failed packet (ports and sequence 0 when not TCP)."""
-    return mx.Flow(
-        IPv4Address(fields["src"]),
-        IPv4Address(fields["dst"]),
-        fields.get("sport", 0),
-        fields.get("dport", 0),
-        fields.get("seq", 0),
-        fields["proto"],
-    )
 
 
 def _elfn_fields(f: mx.Flow) -> dict[str, Any]:

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import Any
 
+from manetkit.daemon.wire import ipv4
+
 # --- actions ---------------------------------------------------------------------
 
 
@@ -172,3 +174,20 @@ class RoutingEngine(ABC):
     @abstractmethod
     def status(self) -> dict[str, Any]:
         """Routes / cached paths and counters, JSON-serialisable, for ``manetkit status``."""
+
+
+def failed_packet_fields(packet: bytes) -> dict[str, Any]:
+    """ELFN fields of the packet that hit a break (Holland & Vaidya section 4).
+
+    src/dst always; sport/dport/seq when the packet is TCP.
+    """
+    try:
+        h = ipv4.parse(packet)
+    except ipv4.MalformedPacket:
+        return {}
+    out: dict[str, Any] = {"src": str(h.src), "dst": str(h.dst), "proto": h.protocol}
+    if h.protocol == ipv4.PROTO_TCP:
+        pss = ipv4.tcp_ports_seq(packet[h.ihl :])
+        if pss:
+            out["sport"], out["dport"], out["seq"] = pss
+    return out

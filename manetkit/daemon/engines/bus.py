@@ -20,8 +20,11 @@ import struct
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from manetkit.daemon.wire import manet_ext as mx
 
 FlowKey = tuple[bytes, bytes, int, int]  # src, dst (packed), sport, dport: data direction
 NoticeKey = tuple[int, int, IPv4Address]  # kind, ident, pivot
@@ -210,3 +213,20 @@ class BusState:
             "pending_notices": len(self.pending),
             "counters": dict(self.counters),
         }
+
+
+def flow_key(f: mx.Flow) -> FlowKey:
+    """The dict key of a flow (data direction)."""
+    return f.src.packed, f.dst.packed, f.sport, f.dport
+
+
+def flow_from_fields(fields: dict[str, Any]) -> mx.Flow:
+    """The ELFN notice of a failed packet (ports and sequence 0 when not TCP)."""
+    return mx.Flow(
+        IPv4Address(fields["src"]),
+        IPv4Address(fields["dst"]),
+        fields.get("sport", 0),
+        fields.get("dport", 0),
+        fields.get("seq", 0),
+        fields["proto"],
+    )

@@ -63,7 +63,14 @@ from manetkit.daemon.engines.base import (
     SendFrame,
     TxFailed,
 )
-from manetkit.daemon.engines.bus import BusSettings, BusState, FlowKey, tcp_fields
+from manetkit.daemon.engines.bus import (
+    BusSettings,
+    BusState,
+    FlowKey,
+    flow_from_fields,
+    flow_key,
+    tcp_fields,
+)
 from manetkit.daemon.engines.routecache import Path, RouteCache
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer
@@ -658,7 +665,7 @@ class DsrEngine(RoutingEngine):
                 sent = [a for a in list(self._actions)[mark:] if isinstance(a, SendFrame)]
                 for a in sent[:1]:
                     for n in relay:
-                        self._bus.sent(now, n.key, a.next_hop, a.packet, _key(n.flow))
+                        self._bus.sent(now, n.key, a.next_hop, a.packet, flow_key(n.flow))
             return
         if ip.dst == self.address:
             # A one-hop control packet without a Source Route (other implementations).
@@ -935,7 +942,7 @@ class DsrEngine(RoutingEngine):
             self._drop("link-broken", packet)  # never a Route Error about a Route Error
             return
         data = hdr.next_header != dsr.NO_NEXT_HEADER
-        flow = _flow(fields) if data else None
+        flow = flow_from_fields(fields) if data else None
         key = None
         if self._bus_on and flow is not None and flow.proto == ipv4.PROTO_TCP:
             key = (flow.src.packed, flow.dst.packed, flow.sport, flow.dport)
@@ -1000,7 +1007,7 @@ class DsrEngine(RoutingEngine):
         self._emit(SendFrame(route[1], pkt))
         for n in notices:
             if isinstance(n, mx.Notice):
-                self._bus.sent(now, n.key, route[1], pkt, _key(n.flow))
+                self._bus.sent(now, n.key, route[1], pkt, flow_key(n.flow))
         return True
 
     def _route_error_seen(
@@ -1198,7 +1205,7 @@ class DsrEngine(RoutingEngine):
         on the way holds the flow (ERDN) or releases it (ERSN). False for a stale ERDN
         (overtaken by its ERSN), which is not relayed."""
         f = n.flow
-        key = _key(f)
+        key = flow_key(f)
         base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
         if n.kind == mx.KIND_ERDN:
             self.counters["bus-erdn-received"] += 1
@@ -1253,22 +1260,6 @@ class DsrEngine(RoutingEngine):
             "counters": dict(self.counters),
             "bus": self._bus.status(),
         }
-
-
-def _key(f: mx.Flow) -> FlowKey:
-    return f.src.packed, f.dst.packed, f.sport, f.dport
-
-
-def _flow(fields: dict[str, Any]) -> mx.Flow:
-    """The ELFN notice of a failed packet (ports and sequence 0 when not TCP)."""
-    return mx.Flow(
-        IPv4Address(fields["src"]),
-        IPv4Address(fields["dst"]),
-        fields.get("sport", 0),
-        fields.get("dport", 0),
-        fields.get("seq", 0),
-        fields["proto"],
-    )
 
 
 def _with_options(

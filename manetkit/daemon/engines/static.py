@@ -23,9 +23,9 @@ from manetkit.daemon.engines.base import (
     RoutingEngine,
     SendFrame,
     TxFailed,
+    failed_packet_fields,
 )
 from manetkit.daemon.neighbours import NeighbourTable
-from manetkit.daemon.wire import ipv4
 
 
 class StaticEngine(RoutingEngine):
@@ -137,20 +137,3 @@ class StaticEngine(RoutingEngine):
             ],
             "counters": dict(self.counters),
         }
-
-
-def failed_packet_fields(packet: bytes) -> dict[str, Any]:
-    """ELFN fields of the packet that hit a break (Holland & Vaidya section 4).
-
-    src/dst always; sport/dport/seq when the packet is TCP.
-    """
-    try:
-        h = ipv4.parse(packet)
-    except ipv4.MalformedPacket:
-        return {}
-    out: dict[str, Any] = {"src": str(h.src), "dst": str(h.dst), "proto": h.protocol}
-    if h.protocol == ipv4.PROTO_TCP:
-        pss = ipv4.tcp_ports_seq(packet[h.ihl :])
-        if pss:
-            out["sport"], out["dport"], out["seq"] = pss
-    return out
