@@ -32,8 +32,8 @@ from rich.console import Console
 from rich.table import Table
 
 from manetkit.bench import flap
-from manetkit.daemon.events import request
 from manetkit.errors import UserError
+from manetkit.jsonlines import request
 from manetkit.lab import nodes, paths
 
 GOAL_LAB_PCT = 5.0

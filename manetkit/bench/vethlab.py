@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from manetkit.daemon.events import request
+from manetkit.jsonlines import request
 
 
 def sh(*cmd: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:

@@ -187,21 +187,3 @@ def socket_alive(path: Path) -> bool:
         return False
     finally:
         s.close()
-
-
-def request(path: str | Path, cmd: dict[str, Any], timeout: float = 3.0) -> dict[str, Any]:
-    """Blocking one-shot request (for ``manetkit status``, tests and the lab)."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(str(path))
-        s.sendall(json.dumps(cmd).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    finally:
-        s.close()
-    return json.loads(buf)

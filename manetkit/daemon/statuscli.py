@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from manetkit.daemon.events import request
 from manetkit.errors import UserError
+from manetkit.jsonlines import request
 
 DEFAULT_SOCKET = "/run/manetkit/events.sock"
 DEFAULT_PROXY_SOCKET = "/run/manetkit/proxy.sock"

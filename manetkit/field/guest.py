@@ -282,7 +282,7 @@ class Guest:
         return f"/run/mkv-{protocol}-{node}.sock"
 
     def status(self, node: int, protocol: str) -> dict | None:
-        from manetkit.daemon.events import request
+        from manetkit.jsonlines import request
 
         try:
             reply = request(self.socket(node, protocol), {"cmd": "status"})

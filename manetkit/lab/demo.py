@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_route(lab: str, node: str, dst: str) -> None:
-    from manetkit.daemon.events import request
+    from manetkit.jsonlines import request
 
     try:
         status = request(stacks.daemon_socket(lab, node), {"cmd": "status"})["status"]

@@ -42,6 +42,7 @@ import sys
 import time
 from pathlib import Path
 
+from manetkit import jsonlines
 from manetkit.lab import paths
 from manetkit.lab.medium import protocol
 from manetkit.lab.stations import DEFAULT_EXPIRY_S, StationTable, mac_str
@@ -530,15 +531,7 @@ class Radio:
 
 def request(control_path: Path | str, req: dict, timeout: float = 3.0) -> dict:
     """Send one JSON request to a radio's control socket and return its reply."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(str(control_path))
-        s.sendall((json.dumps(req) + "\n").encode())
-        with s.makefile("rb") as f:
-            line = f.readline()
-    if not line:
-        raise ConnectionError(f"radio at {control_path} closed the connection")
-    return json.loads(line)
+    return jsonlines.request(control_path, req, timeout)
 
 
 # --- command line -------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def daemon_config(lab: str, node: str, protocol: str, extra: dict[str, Any] | No
 
 def _daemon_ready(lab: str, node: str) -> Callable[[], bool]:
     def ready() -> bool:
-        from manetkit.daemon.events import request
+        from manetkit.jsonlines import request
 
         try:
             return bool(request(daemon_socket(lab, node), {"cmd": "ping"}, timeout=1).get("ok"))
@@ -181,7 +181,7 @@ def proxy_config(
 
 def _proxy_ready(lab: str, node: str, with_daemon: bool) -> Callable[[], bool]:
     def ready() -> bool:
-        from manetkit.daemon.events import request
+        from manetkit.jsonlines import request
 
         try:
             reply = request(proxy_socket(lab, node), {"cmd": "status"}, timeout=1)

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from manetkit.daemon.events import EventServer, request
+from manetkit.daemon.events import EventServer
+from manetkit.jsonlines import request
 from tests.daemon.vethnet import VethMesh
 
 

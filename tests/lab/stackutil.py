@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from manetkit.daemon.events import request
+from manetkit.jsonlines import request
 from manetkit.lab import paths
 from manetkit.lab.stacks import daemon_socket
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from manetkit.daemon.events import request
+from manetkit.jsonlines import request
 
 CLIENT_IP = "10.42.1.1"
 SERVER_IP = "10.42.2.1"

@@ -8,10 +8,9 @@ Replies carry ``"ok": true`` or ``"ok": false, "error": "..."``. See docs/medium
 
 from __future__ import annotations
 
-import json
-import socket
 from pathlib import Path
 
+from manetkit import jsonlines
 from manetkit.errors import UserError
 from manetkit.lab import paths
 
@@ -26,20 +25,10 @@ def control(lab_or_path: str | Path, request: dict, timeout: float = 5.0) -> dic
     """Send one request, return the reply. Raises UserError if the medium is not running."""
     path = control_path(lab_or_path)
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(str(path))
-            s.sendall(json.dumps(request).encode() + b"\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
+        return jsonlines.request(path, request, timeout)
     except (FileNotFoundError, ConnectionRefusedError):
         raise UserError(f"no medium is listening on {path} (is the lab up?)") from None
     except TimeoutError:
         raise UserError(f"the medium on {path} did not answer within {timeout} s") from None
-    if not buf:
-        raise UserError(f"the medium on {path} closed the connection without a reply")
-    return json.loads(buf)
+    except ConnectionError:
+        raise UserError(f"the medium on {path} closed the connection without a reply") from None
