@@ -54,10 +54,11 @@ def field_path(loc: tuple, tags: Collection[str] = ()) -> str:
     return out or "(top level)"
 
 
-def error_lines(exc: ValidationError, tags: Collection[str] = ()) -> list[str]:
-    """One ``  field.path: reason`` line per problem pydantic found."""
+def error_lines(exc: ValidationError, tags: Collection[str] = (), prefix: str = "") -> list[str]:
+    """One ``  field.path: reason`` line per problem pydantic found (paths under ``prefix``)."""
+    head = (prefix,) if prefix else ()
     return [
-        f"  {field_path(tuple(err['loc']), tags)}: {err['msg'].removeprefix('Value error, ')}"
+        f"  {field_path(head + tuple(err['loc']), tags)}: {err['msg'].removeprefix('Value error, ')}"
         for err in exc.errors()
     ]
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from manetkit.configfile import read_yaml_mapping, validate
+from manetkit.configfile import error_lines, read_yaml_mapping, validate
 from manetkit.errors import UserError
 
 # Worst-case radio MTU: every 802.11 / Ethernet radio manetkit runs on carries 1500 bytes.
@@ -174,17 +174,6 @@ class DaemonConfig(_Strict):
         for dst, hop in self.static_routes.items():
             if dst not in self.prefix or hop not in self.prefix:
                 raise ValueError(f"static_routes {dst}: {hop}: both must be inside {self.prefix}")
-        # The protocol sections are checked against the engine's own class now, so a bad
-        # value is refused at --check time rather than at start-up.
-        for proto in ("aodv", "dsr"):
-            values = getattr(self, proto)
-            if values or proto == self.protocol:
-                try:
-                    engine_config(proto, values)
-                except (ValidationError, TypeError) as exc:
-                    raise ValueError(f"{proto}: {_flatten(exc)}") from None
-                except ValueError as exc:
-                    raise ValueError(f"{proto}: {exc}") from None
         return self
 
     def tun_mtu(self) -> int:
@@ -246,17 +235,26 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def _flatten(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
-        )
-    return str(exc)
-
-
 def parse_config(data: Any, source: str = "config") -> DaemonConfig:
-    """Validate a parsed YAML document; raises :class:`UserError` naming field and reason."""
-    return validate(DaemonConfig, data, source)
+    """Validate a parsed YAML document; raises :class:`UserError` naming field and reason.
+
+    The ``aodv:``/``dsr:`` sections are checked against the engine's own config class
+    here, so a bad value is refused at ``--check`` time rather than at start-up.
+    """
+    cfg = validate(DaemonConfig, data, source)
+    lines: list[str] = []
+    for proto in ("aodv", "dsr"):
+        values = getattr(cfg, proto)
+        if values or proto == cfg.protocol:
+            try:
+                engine_config(proto, values)
+            except ValidationError as exc:
+                lines += error_lines(exc, prefix=proto)
+            except (TypeError, ValueError) as exc:
+                lines.append(f"  {proto}: {exc}")
+    if lines:
+        raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines))
+    return cfg
 
 
 def load_config(path: str | Path) -> DaemonConfig:

@@ -11,6 +11,24 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from ipaddress import IPv4Address
 
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SendBufferSettings(BaseModel):
+    """The send-buffer fields of the ``dsr:`` and ``aodv:`` config sections."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    send_buffer_packets: int = Field(
+        64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
+    )
+    send_buffer_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="how long a packet may wait for a route (RFC 4728 SendBufferTimeout)",
+    )
+
 
 class SendBuffer:
     def __init__(self, max_packets: int = 64, timeout: float = 30.0) -> None:

@@ -109,3 +109,16 @@ def test_cli_bad_config_exit_2(tmp_path):
     )
     assert r.returncode == 2
     assert "log_level" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_protocol_sections_errors_name_the_nested_field():
+    data = {
+        "address": "10.42.0.1",
+        "protocol": "dsr",
+        "dsr": {"send_buffer_packets": 0, "bogus": 1},
+    }
+    with pytest.raises(UserError) as err:
+        parse_config(data, "node.yaml")
+    text = str(err.value)
+    assert "dsr.send_buffer_packets: Input should be greater than or equal to 1" in text
+    assert "dsr.bogus: Extra inputs are not permitted" in text

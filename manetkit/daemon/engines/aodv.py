@@ -75,7 +75,7 @@ from manetkit.daemon.engines.bus import (
     tcp_fields,
 )
 from manetkit.daemon.neighbours import NeighbourTable
-from manetkit.daemon.sendbuffer import SendBuffer
+from manetkit.daemon.sendbuffer import SendBuffer, SendBufferSettings
 from manetkit.daemon.wire import aodv, ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
@@ -90,7 +90,7 @@ VALID, INVALID, REPAIRING = "valid", "invalid", "repairing"
 _BUFFER_REASONS = {"timeout": "send-buffer-timeout", "full": "send-buffer-full"}
 
 
-class AodvConfig(BusSettings):
+class AodvConfig(SendBufferSettings, BusSettings):
     """AODV settings (YAML ``aodv:``). Defaults: RFC 3561 section 10. Times in ms."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -148,12 +148,6 @@ class AodvConfig(BusSettings):
     )
     destination_only: bool = Field(
         False, description="set D in our RREQs: only the destination may reply"
-    )
-    send_buffer_packets: int = Field(
-        64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
-    )
-    send_buffer_timeout_s: float = Field(
-        30.0, gt=0, le=3600, description="how long a packet may wait for a route"
     )
 
     @model_validator(mode="after")

@@ -73,7 +73,7 @@ from manetkit.daemon.engines.bus import (
 )
 from manetkit.daemon.engines.routecache import Path, RouteCache
 from manetkit.daemon.neighbours import NeighbourTable
-from manetkit.daemon.sendbuffer import SendBuffer
+from manetkit.daemon.sendbuffer import SendBuffer, SendBufferSettings
 from manetkit.daemon.wire import dsr, ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
@@ -82,7 +82,7 @@ _BCAST_PACKED = BROADCAST.packed
 _HOT_REFRESH = 0.1  # s: how often one route's neighbour/cache learning is redone
 
 
-class DsrConfig(BusSettings):
+class DsrConfig(SendBufferSettings, BusSettings):
     """DSR settings (YAML ``dsr:``). Defaults: RFC 4728 section 9; units in the names."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,12 +98,6 @@ class DsrConfig(BusSettings):
     )
     route_cache_timeout_s: float = Field(
         300.0, gt=0, description="a cached path unused this long is forgotten (RouteCacheTimeout)"
-    )
-    send_buffer_timeout_s: float = Field(
-        30.0, gt=0, le=3600, description="a packet waits this long for a route (SendBufferTimeout)"
-    )
-    send_buffer_packets: int = Field(
-        64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
     )
     request_table_size: int = Field(
         64, ge=1, description="initiators remembered in the Route Request Table (RequestTableSize)"
