@@ -5,6 +5,10 @@ Requests (one JSON object per line):
                           {"event":"route-down","time":<unix time>, ...fields}
   {"cmd":"status"}     -> {"ok":true,"status":{...}}
   {"cmd":"ping"}       -> {"ok":true,"pong":true}
+  {"cmd":"discover","dst":"10.42.0.5"}
+                       -> {"ok":true,"restarted":bool}: ask the engine for a fresh route
+                          request to dst now (an ELFN probe, Holland & Vaidya section 6);
+                          restarted is false when a route exists or the rate limit holds
 anything else          -> {"ok":false,"error":"..."} (the connection stays open)
 
 A slow subscriber never blocks the daemon: each has a bounded queue; when it is full the
@@ -22,6 +26,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +51,11 @@ class EventServer:
         path: Path,
         status: Callable[[], dict[str, Any]],
         queue_events: int = QUEUE_EVENTS,
+        discover: Callable[[IPv4Address], bool] | None = None,
     ) -> None:
         self.path = Path(path)
         self._status = status
+        self._discover = discover
         self._queue_events = queue_events
         self._subs: set[_Subscriber] = set()
         self._server: asyncio.AbstractServer | None = None
@@ -159,8 +166,16 @@ class EventServer:
             return {"ok": True, "status": self._status()}
         if cmd == "ping":
             return {"ok": True, "pong": True}
+        if cmd == "discover" and self._discover is not None:
+            try:
+                dst = IPv4Address(req.get("dst"))
+            except ValueError:
+                self.bad_requests += 1
+                return {"ok": False, "error": f"discover: dst {req.get('dst')!r} is not IPv4"}
+            return {"ok": True, "restarted": self._discover(dst)}
         self.bad_requests += 1
-        return {"ok": False, "error": f"unknown cmd {cmd!r}; known: subscribe, status, ping"}
+        known = "subscribe, status, ping" + (", discover" if self._discover else "")
+        return {"ok": False, "error": f"unknown cmd {cmd!r}; known: {known}"}
 
     async def _pump(self, sub: _Subscriber, writer: asyncio.StreamWriter) -> None:
         try:

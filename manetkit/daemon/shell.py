@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from ipaddress import IPv4Address
 from typing import Any, TypeVar
 
 from manetkit.daemon.config import DaemonConfig
@@ -89,7 +90,7 @@ class Daemon:
         self.kernel: KernelGlue | None = None
         # Frames between other nodes: to the engine if it learns from them, else dropped.
         self._overheard = self._overheard_frame if self.engine.wants_overheard else None
-        self.events = EventServer(cfg.event_socket, self.status)
+        self.events = EventServer(cfg.event_socket, self.status, discover=self._rediscover)
         hy = cfg.link_sensing.hysteresis
         if cfg.link_sensing.backend == "hello":
             self.monitor = LinkMonitor.for_hello(
@@ -328,6 +329,16 @@ class Daemon:
         self._engine_deadline = None
         self.engine.handle_timer(self._loop.time())
         self._transmit()
+
+    def _rediscover(self, dst: IPv4Address) -> bool:
+        """The event socket's ``discover`` command: the engine asks for ``dst`` now."""
+        if self._loop is None or self.dp is None:
+            return False
+        self._now = self._loop.time()
+        restarted = self.engine.rediscover(self._now, dst)
+        self.counters["rediscover-restarted" if restarted else "rediscover-refused"] += 1
+        self._transmit()
+        return restarted
 
     def _send_broadcast(self, packet: bytes) -> None:
         if self.dp is not None:

@@ -478,6 +478,9 @@ class Relay:
         s = self.session
         if s.state not in (State.FROZEN, State.PROBING):
             return
+        # A probe tests, and so re-finds, the route (Holland & Vaidya section 6): ask the
+        # daemon for a route request now, not at the end of its discovery back-off.
+        self.proxy.ask_discover(self.peer)
         if modes.backed_off(self.tcp_info()) and s.role is Role.INITIATOR:
             # a probe would sit behind the kernel's backed-off retransmission: a fresh
             # connection's SYN is the probe, and its RESUME answers it
@@ -525,8 +528,10 @@ class Proxy:
             "stale_transports": 0,
             "bad_hellos": 0,
             "route_events": 0,
+            "discover_requests": 0,
         }
         self.daemon_connected = False
+        self._daemon_writer: asyncio.StreamWriter | None = None
         self.started = time.time()
 
     def session_config(self) -> SessionConfig:
@@ -778,6 +783,7 @@ class Proxy:
                 writer.write(b'{"cmd":"subscribe"}\n')
                 await writer.drain()
                 self.daemon_connected = True
+                self._daemon_writer = writer
                 log.info("subscribed to daemon events on %s", path)
                 while line := await reader.readline():
                     try:
@@ -790,8 +796,19 @@ class Proxy:
                 pass
             finally:
                 self.daemon_connected = False
+                self._daemon_writer = None
                 writer.close()
             await asyncio.sleep(1.0)
+
+    def ask_discover(self, dst: IPv4Address) -> None:
+        """Send ``{"cmd":"discover"}`` for ``dst`` on the subscribed daemon connection.
+
+        Fire and forget: the reply line has no "event" and is skipped by the reader."""
+        w = self._daemon_writer
+        if w is None or w.is_closing():
+            return
+        self.counters["discover_requests"] += 1
+        w.write(json.dumps({"cmd": "discover", "dst": str(dst)}).encode() + b"\n")
 
     def route_event(self, ev: dict[str, Any]) -> None:
         self.counters["route_events"] += 1

@@ -103,6 +103,12 @@ class Sim:
         self.engines[node].link_event(self.now, event)
         self._drain(node)
 
+    def rediscover(self, node: IPv4Address, dst: IPv4Address) -> bool:
+        """The event socket's ``discover`` command on ``node`` now (an ELFN probe)."""
+        restarted = self.engines[node].rediscover(self.now, dst)
+        self._drain(node)
+        return restarted
+
     def inject(self, node: IPv4Address, packet: bytes, src_mac: bytes | None = None) -> None:
         """A raw frame payload arrives at ``node`` now (malformed-input tests)."""
         self.engines[node].receive_frame(self.now, packet, src_mac, self.rssi_dbm)

@@ -105,3 +105,45 @@ def test_neighbour_and_route_events_from_a_running_daemon(tmp_path):
         assert [n["up"] for n in st["neighbours"]] == [False]
         assert st["engine"]["routes"][0]["up"] is False
         s.close()
+
+
+def test_discover_command_asks_the_engine_and_checks_dst(tmp_path):
+    asked = []
+
+    def discover(dst):
+        asked.append(dst)
+        return len(asked) == 1  # the first restarts, the next is rate-limited
+
+    async def main():
+        srv = EventServer(tmp_path / "ev.sock", dict, discover=discover)
+        await srv.start()
+        try:
+            r, w = await asyncio.open_unix_connection(str(tmp_path / "ev.sock"))
+            w.write(b'{"cmd":"subscribe"}\n{"cmd":"discover","dst":"10.42.0.5"}\n')
+            assert (await _line(r)) == {"ok": True, "subscribed": True}
+            assert (await _line(r)) == {"ok": True, "restarted": True}
+            w.write(b'{"cmd":"discover","dst":"10.42.0.5"}\n{"cmd":"discover","dst":"nope"}\n')
+            assert (await _line(r)) == {"ok": True, "restarted": False}
+            bad = await _line(r)
+            assert bad["ok"] is False and "nope" in bad["error"]
+            w.close()
+        finally:
+            await srv.close()
+        assert [str(a) for a in asked] == ["10.42.0.5", "10.42.0.5"]
+        assert srv.counters()["bad_requests"] == 1
+
+    asyncio.run(main())
+
+
+def test_discover_unknown_without_an_engine(tmp_path):
+    async def main():
+        srv = EventServer(tmp_path / "ev.sock", dict)
+        await srv.start()
+        try:
+            cmd = {"cmd": "discover", "dst": "10.42.0.5"}
+            reply = await asyncio.to_thread(request, tmp_path / "ev.sock", cmd)
+        finally:
+            await srv.close()
+        assert reply["ok"] is False and "discover" in reply["error"]
+
+    asyncio.run(main())

@@ -372,6 +372,35 @@ class AodvEngine(RoutingEngine):
     def get_timer(self) -> float | None:
         return None if self._deadline == _INF else self._deadline
 
+    def rediscover(self, now: float, dst: IPv4Address) -> bool:
+        """6.3: originate a new RREQ (new RREQ ID) for ``dst`` now, e.g. for an ELFN probe.
+
+        Only when a discovery is pending or there is no valid route, and only within
+        RREQ_RATELIMIT: a request over the limit is refused (False), never queued, so the
+        pending discovery's own schedule stays as it was. The ring TTL and the retry
+        count are kept: a probing sender does not use up RREQ_RETRIES faster.
+        """
+        self._now = now
+        if dst == self.address:
+            return False
+        d = self._discoveries.get(dst)
+        r = self._routes.get(dst.packed)
+        if d is None and r is not None and r.state == VALID:
+            return False
+        while self._rreq_times and self._rreq_times[0] + 1.0 <= now:
+            self._rreq_times.popleft()
+        if (d is not None and d.waiting_ratelimit) or len(
+            self._rreq_times
+        ) >= self.config.rreq_ratelimit:
+            self.counters["rediscover-ratelimited"] += 1
+            return False
+        self.counters["rediscover-rreqs"] += 1
+        if d is None:
+            self._start_discovery(now, dst)
+        else:
+            self._send_rreq(now, d)
+        return True
+
     # ------------------------------------------------------------------ data path
     def _data(self, now: float, packet: bytes, from_radio: bool, src_mac: bytes | None) -> None:
         """Deliver, forward by next hop (6.2), buffer and discover, or report (6.11 ii)."""

@@ -13,6 +13,8 @@ Inputs
   send_local(now, packet)                        an IPv4 packet the node's apps sent (TUN)
   link_event(now, event)                         LinkUp / LinkDown / TxFailed / SignalSample
   handle_timer(now)                              the deadline from get_timer() has passed
+  rediscover(now, dst)                           optional: ask for a route to ``dst`` now
+                                                 (the event socket's ``discover`` command)
 Outputs (actions)
   SendFrame(next_hop, packet)   put a packet on the air to one neighbour (or broadcast)
   Deliver(packet)               hand a packet to the local stack (write to TUN)
@@ -166,6 +168,15 @@ class RoutingEngine(ABC):
 
     @abstractmethod
     def handle_timer(self, now: float) -> None: ...
+
+    def rediscover(self, now: float, dst: IPv4Address) -> bool:
+        """Send a fresh route request for ``dst`` now, if a discovery is pending or no
+        route exists (rate-limited); True if one went out.
+
+        An ELFN probe calls this through the event socket (Holland & Vaidya section 6:
+        a probe tests, and so re-finds, the route). The default does nothing.
+        """
+        return False
 
     @abstractmethod
     def get_timer(self) -> float | None:

@@ -392,6 +392,33 @@ class DsrEngine(RoutingEngine):
         elif isinstance(event, TxFailed):
             self._link_broken(now, event.neighbour, event.packet, "tx-failed")
 
+    def rediscover(self, now: float, dst: IPv4Address) -> bool:
+        """Ask for ``dst`` now instead of waiting out the request back-off.
+
+        RFC 4728 8.2.1 lets a node send a new request early when it has reason to think
+        the topology changed (an ELFN probe). At most one request per target per
+        NonpropRequestTimeout; the back-off interval and the attempt count stay as they
+        were, so a probing sender does not exhaust MaxRequestRexmt faster.
+        """
+        self._now = now
+        cfg = self.config
+        gap = cfg.nonprop_request_timeout_ms / 1000
+        d = self._discoveries.get(dst)
+        if d is None:
+            if dst == self.address or self.cache.lookup(now, dst) is not None:
+                return False
+            # No route and nobody asking: a propagating request straight away.
+            d = self._discoveries[dst] = _Discovery(dst, now, attempts=1)
+        elif now - d.sent_at < gap:
+            self.counters["rediscover-ratelimited"] += 1
+            return False
+        self._send_request(now, d, ttl=cfg.discovery_hop_limit)
+        self.counters["rediscover-requests"] += 1
+        interval = cfg.request_period_ms / 1000 * (2 ** max(d.attempts - 1, 0))
+        d.next_at = now + min(interval, cfg.max_request_period_s)
+        self._schedule(d.next_at, _TIMER_DISCOVERY, dst)
+        return True
+
     def handle_timer(self, now: float) -> None:
         self._now = now
         while self._timers and self._timers[0][0] <= now:

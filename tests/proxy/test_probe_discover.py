@@ -1,0 +1,70 @@
+"""An ELFN probe asks the routing daemon for a route request (``{"cmd":"discover"}``).
+
+Holland & Vaidya section 6: the probe exists to test and re-find the route, so the
+proxy must not leave it queued behind the daemon's discovery back-off. A real daemon
+event socket (``EventServer``) on a unix path stands in for the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from ipaddress import IPv4Address
+
+from manetkit.daemon.events import EventServer
+from manetkit.proxy.config import ProxyConfig
+from manetkit.proxy.session import State
+from manetkit.proxy.shell import Proxy, Relay
+from tests.proxy.sim import Pair
+
+PEER = IPv4Address("10.42.0.5")
+
+
+def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
+    asked: list[IPv4Address] = []
+
+    async def main():
+        got = asyncio.Event()
+
+        def discover(dst: IPv4Address) -> bool:
+            asked.append(dst)
+            got.set()
+            return True
+
+        srv = EventServer(tmp_path / "ev.sock", dict, discover=discover)
+        await srv.start()
+        cfg = ProxyConfig(daemon_socket=tmp_path / "ev.sock", status_socket=tmp_path / "p.sock")
+        proxy = Proxy(cfg)
+        events = asyncio.create_task(proxy._daemon_events())
+        relay = None
+        try:
+            async with asyncio.timeout(5):
+                while not (proxy.daemon_connected and srv.subscribers):
+                    await asyncio.sleep(0.01)
+            p = Pair()
+            p.write(p.i, 10)
+            p.settle()
+            relay = Relay(proxy, p.si, PEER)
+            # FLOWING: a probe timer that fires late does nothing.
+            relay.on_probe_timer()
+            await asyncio.sleep(0.05)
+            assert not asked and proxy.counters["discover_requests"] == 0
+            p.si.freeze("route-down", p.now)
+            assert p.si.state is State.FROZEN
+            relay.on_probe_timer()
+            async with asyncio.timeout(2):
+                await got.wait()
+            assert asked == [PEER] and proxy.counters["discover_requests"] == 1
+            assert relay.probe_timer is not None  # still frozen: the next probe is due
+            # The daemon's reply is not an event: the subscription keeps working.
+            srv.publish("route-up", {"dst": "10.42.0.77", "hops": 2})
+            async with asyncio.timeout(2):
+                while proxy.counters["route_events"] == 0:
+                    await asyncio.sleep(0.01)
+        finally:
+            if relay is not None:
+                relay.cancel_probe()
+            events.cancel()
+            await asyncio.gather(events, return_exceptions=True)
+            await srv.close()
+
+    asyncio.run(main())
