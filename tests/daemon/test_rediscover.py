@@ -7,6 +7,8 @@ the request rate stays bounded.
 
 from __future__ import annotations
 
+import pytest
+
 from manetkit.daemon.engines.aodv import AodvConfig
 from manetkit.daemon.wire import aodv, dsr
 from tests.daemon import aodvsim
@@ -61,6 +63,9 @@ def test_dsr_rediscover_after_the_gap_asks_again():
     sim.run(until=2.031)
     assert sim.rediscover(A(1), A(4)) is True
     assert _dsr_requests(sim, 1)[-2:] == [2.0, 2.031]
+    # Extra requests: the back-off's own next one (1.53 + 2 s) still goes at 3.53.
+    sim.run(until=3.6)
+    assert _dsr_requests(sim, 1)[-1] == pytest.approx(3.53)
 
 
 def _rreqs(sim, node) -> list[tuple[float, int]]:
@@ -103,3 +108,17 @@ def test_aodv_rediscover_respects_rreq_ratelimit():
     assert len(_rreqs(sim, src)) == 3
     sim.run(until=1.01)  # the oldest ones aged out of the last second
     assert sim.rediscover(src, lost) is True
+
+
+def test_aodv_rediscover_does_not_postpone_the_discoverys_next_step():
+    nodes, links = aodvsim.chain(3)
+    sim = aodvsim.network(nodes, links)
+    src, lost = nodes[0], aodvsim.addr(9)
+    sim.send(src, aodvsim.data(src, lost, 1))
+    sim.run(until=0.01)
+    d = sim.engines[src]._discoveries[lost]
+    due = d.deadline
+    assert due > sim.now + 0.005  # a ring wait still running
+    sim.now = due - 0.005
+    assert sim.rediscover(src, lost) is True
+    assert d.deadline == due and sim.engines[src].get_timer() <= due

@@ -378,7 +378,8 @@ class AodvEngine(RoutingEngine):
         Only when a discovery is pending or there is no valid route, and only within
         RREQ_RATELIMIT: a request over the limit is refused (False), never queued, so the
         pending discovery's own schedule stays as it was. The ring TTL and the retry
-        count are kept: a probing sender does not use up RREQ_RETRIES faster.
+        count are kept and the next scheduled step is never postponed: a probing sender
+        does not use up RREQ_RETRIES faster.
         """
         self._now = now
         if dst == self.address:
@@ -398,7 +399,12 @@ class AodvEngine(RoutingEngine):
         if d is None:
             self._start_discovery(now, dst)
         else:
+            due = d.deadline
             self._send_rreq(now, d)
+            # An extra RREQ: it never postpones the discovery's own next step.
+            if now < due < d.deadline:
+                d.deadline = due
+                self._deadline = self._compute_deadline()
         return True
 
     # ------------------------------------------------------------------ data path

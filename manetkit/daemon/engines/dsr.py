@@ -397,8 +397,9 @@ class DsrEngine(RoutingEngine):
 
         RFC 4728 8.2.1 lets a node send a new request early when it has reason to think
         the topology changed (an ELFN probe). At most one request per target per
-        NonpropRequestTimeout; the back-off interval and the attempt count stay as they
-        were, so a probing sender does not exhaust MaxRequestRexmt faster.
+        NonpropRequestTimeout; the attempt count and the scheduled back-off request stay
+        as they were, so a probing sender neither exhausts MaxRequestRexmt faster nor
+        delays the discovery's own next request.
         """
         self._now = now
         cfg = self.config
@@ -414,9 +415,12 @@ class DsrEngine(RoutingEngine):
             return False
         self._send_request(now, d, ttl=cfg.discovery_hop_limit)
         self.counters["rediscover-requests"] += 1
+        # An extra request: it never postpones the one the back-off already scheduled.
         interval = cfg.request_period_ms / 1000 * (2 ** max(d.attempts - 1, 0))
-        d.next_at = now + min(interval, cfg.max_request_period_s)
-        self._schedule(d.next_at, _TIMER_DISCOVERY, dst)
+        due = now + min(interval, cfg.max_request_period_s)
+        if d.next_at <= now or due < d.next_at:
+            d.next_at = due
+            self._schedule(due, _TIMER_DISCOVERY, dst)
         return True
 
     def handle_timer(self, now: float) -> None:
