@@ -30,6 +30,8 @@ from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
+from manetkit.events import Event, to_wire
+
 log = logging.getLogger(__name__)
 
 QUEUE_EVENTS = 1024
@@ -92,11 +94,12 @@ class EventServer:
     def subscribers(self) -> int:
         return len(self._subs)
 
-    def publish(self, event: str, fields: dict[str, Any]) -> None:
+    def publish(self, event: Event) -> None:
+        """Send a typed event (:mod:`manetkit.events`) to every subscriber."""
         self.published += 1
         if not self._subs:
             return
-        msg = {"event": event, "time": time.time(), **fields}
+        msg = to_wire(event, time.time())
         line = (json.dumps(msg, default=str) + "\n").encode()
         for sub in self._subs:
             if sub.missed and not sub.queue.full():

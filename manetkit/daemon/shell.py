@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ipaddress import IPv4Address
 from typing import Any, TypeVar
 
+from manetkit import events as ev
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
@@ -307,7 +308,7 @@ class Daemon:
             elif t is Deliver:
                 dp.write_tun(a.packet)
             elif t is Notify:
-                self.events.publish(a.event, a.fields)
+                self.events.publish(a.event)
             elif t is Dropped:
                 self.drops[a.reason] += 1
         self._arm_engine_timer()
@@ -401,8 +402,7 @@ class Daemon:
                         n.signal_dbm = d.signal_dbm
                 self.engine.link_event(now, LinkUp(addr, d.signal_dbm))
                 self.events.publish(
-                    "neighbour-up",
-                    {"neighbour": str(addr), "mac": mac_s, "signal_dbm": d.signal_dbm},
+                    ev.NeighbourUp(neighbour=str(addr), mac=mac_s, signal_dbm=d.signal_dbm)
                 )
             elif isinstance(d, Down):
                 if addr is None or d.mac not in self._announced:
@@ -413,7 +413,7 @@ class Daemon:
                     n.up = False
                 self.engine.link_event(now, LinkDown(addr, d.reason))
                 self.events.publish(
-                    "neighbour-down", {"neighbour": str(addr), "mac": mac_s, "reason": d.reason}
+                    ev.NeighbourDown(neighbour=str(addr), mac=mac_s, reason=d.reason)
                 )
             elif isinstance(d, Signal) and addr is not None:
                 n = self.neighbours.get(addr)

@@ -216,7 +216,7 @@ class Sim:
         return [f for f in self.frames if f.sender == node]
 
     def events(self, node: IPv4Address, name: str) -> list[dict]:
-        return [n.fields for n in self.notified[node] if n.event == name]
+        return [n.fields for n in self.notified[node] if n.name == name]
 
 
 def chain(

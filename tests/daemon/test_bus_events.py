@@ -13,8 +13,8 @@ from tests.daemon.test_bus_dsr import break_and_send, setup
 def test_erdn_ersn_and_elfn_reach_subscribers_unchanged(tmp_path):
     sim = setup()
     break_and_send(sim)
-    wanted = [n for n in sim.notified[A(1)] if n.event in ("erdn", "ersn", "route-down")]
-    assert {n.event for n in wanted} == {"erdn", "ersn", "route-down"}
+    wanted = [n for n in sim.notified[A(1)] if n.name in ("erdn", "ersn", "route-down")]
+    assert {n.name for n in wanted} == {"erdn", "ersn", "route-down"}
 
     async def main():
         srv = EventServer(tmp_path / "ev.sock", dict)
@@ -24,7 +24,7 @@ def test_erdn_ersn_and_elfn_reach_subscribers_unchanged(tmp_path):
             w.write(b'{"cmd":"subscribe"}\n')
             await asyncio.wait_for(r.readline(), 2)
             for n in wanted:
-                srv.publish(n.event, n.fields)  # what the shell does with a Notify
+                srv.publish(n.event)  # what the shell does with a Notify
             got = [json.loads(await asyncio.wait_for(r.readline(), 2)) for _ in wanted]
             w.close()
         finally:
@@ -34,7 +34,7 @@ def test_erdn_ersn_and_elfn_reach_subscribers_unchanged(tmp_path):
     got = asyncio.run(main())
     for n, line in zip(wanted, got, strict=True):
         time = line.pop("time")
-        assert time > 1e9 and line == {"event": n.event, **n.fields}
+        assert time > 1e9 and line == {"event": n.name, **n.fields}
     erdn = next(line for line in got if line["event"] == "erdn")
     # Exactly the shape docs/proxy.md's "Events the proxy consumes" names.
     assert set(erdn) == {"event", "dst", "src", "sport", "dport", "seq", "pivot"}

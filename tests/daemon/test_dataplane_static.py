@@ -67,10 +67,11 @@ def test_link_down_reports_route_down_with_elfn_fields_and_recovers():
     assert drain(e) == []  # one failure is the hysteresis' business, not a break
     e.link_event(1.1, LinkDown(A("10.42.0.3"), "tx-failed"))
     (ev,) = drain(e)
-    assert isinstance(ev, Notify) and ev.event == "route-down"
+    assert isinstance(ev, Notify) and ev.name == "route-down"
     assert ev.fields == {
         "dst": "10.42.0.9",
         "next_hop": "10.42.0.3",
+        "reason": "tx-failed",
         "src": "10.42.0.2",
         "proto": 6,
         "sport": 5000,
@@ -80,6 +81,6 @@ def test_link_down_reports_route_down_with_elfn_fields_and_recovers():
     e.send_local(1.2, tcp_packet("10.42.0.2", "10.42.0.9"))
     assert isinstance(drain(e)[0], Dropped)
     e.link_event(2.0, LinkUp(A("10.42.0.3")))
-    assert [a.event for a in drain(e)] == ["route-up"]
+    assert [a.name for a in drain(e)] == ["route-up"]
     e.send_local(2.1, tcp_packet("10.42.0.2", "10.42.0.9"))
     assert isinstance(drain(e)[0], SendFrame)

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from manetkit import events
 from manetkit.daemon.events import EventServer
 from manetkit.jsonlines import request
 from tests.daemon.vethnet import VethMesh
@@ -31,8 +32,9 @@ def test_subscribe_status_and_errors(tmp_path):
             assert unknown["ok"] is False and "reboot" in unknown["error"]
             assert (await _line(r)) == {"ok": True, "subscribed": True}
             srv.publish(
-                "route-down",
-                {"dst": "10.42.0.5", "src": "10.42.0.1", "sport": 5, "dport": 80, "seq": 9},
+                events.RouteDown(
+                    dst="10.42.0.5", reason="rerr", src="10.42.0.1", sport=5, dport=80, seq=9
+                )
             )
             ev = await _line(r)
             assert ev["event"] == "route-down" and ev["seq"] == 9 and ev["time"] > 1e9
@@ -57,13 +59,13 @@ def test_slow_subscriber_does_not_block_and_is_told_what_it_missed(tmp_path):
             # yielding to the loop: publish itself must never block.
             big = "x" * 4000
             for i in range(2000):
-                srv.publish("neighbour-up", {"i": i, "pad": big})
+                srv.publish(events.NeighbourUp(neighbour=str(i), mac=big))
             assert srv.dropped > 0
             dropped = srv.dropped
             # Now read what got through; a later event carries the count it missed.
             got = [await _line(r) for _ in range(8)]
-            assert [g["i"] for g in got] == list(range(8))
-            srv.publish("neighbour-down", {"i": -1})
+            assert [int(g["neighbour"]) for g in got] == list(range(8))
+            srv.publish(events.NeighbourDown(neighbour="-1"))
             nxt = await _line(r)
             assert nxt["event"] == "neighbour-down" and nxt["missed"] == dropped
             w.close()

@@ -11,6 +11,7 @@ import asyncio
 from ipaddress import IPv4Address
 
 from manetkit.daemon.events import EventServer
+from manetkit.events import RouteUp
 from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.session import State
 from manetkit.proxy.shell import Proxy, Relay
@@ -56,7 +57,7 @@ def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
             assert asked == [PEER] and proxy.counters["discover_requests"] == 1
             assert relay.probe_timer is not None  # still frozen: the next probe is due
             # The daemon's reply is not an event: the subscription keeps working.
-            srv.publish("route-up", {"dst": "10.42.0.77", "hops": 2})
+            srv.publish(RouteUp(dst="10.42.0.77", next_hop="10.42.0.2", hops=2))
             async with asyncio.timeout(2):
                 while proxy.counters["route_events"] == 0:
                     await asyncio.sleep(0.01)

@@ -55,6 +55,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
 
+from manetkit import events as ev
 from manetkit.daemon.engines.base import (
     Deliver,
     Dropped,
@@ -69,7 +70,6 @@ from manetkit.daemon.engines.base import (
 from manetkit.daemon.engines.bus import (
     BusSettings,
     BusState,
-    FlowKey,
     flow_from_fields,
     flow_key,
     tcp_fields,
@@ -347,12 +347,11 @@ class AodvEngine(RoutingEngine):
                 mac = self.neighbours.mac_of(nb)
                 self._emit(
                     Notify(
-                        "neighbour-down",
-                        {
-                            "neighbour": str(nb),
-                            "mac": mac.hex(":") if mac else None,
-                            "reason": "hello-loss",
-                        },
+                        ev.NeighbourDown(
+                            neighbour=str(nb),
+                            mac=mac.hex(":") if mac else None,
+                            reason="hello-loss",
+                        )
                     )
                 )
                 self._link_break(now, nb, "hello-loss", None)
@@ -568,10 +567,7 @@ class AodvEngine(RoutingEngine):
         if was is VALID:
             return
         self._emit(
-            Notify(
-                "route-up",
-                {"dst": str(r.dst), "next_hop": str(r.next_hop), "hops": r.hops, "seq": r.seq},
-            )
+            Notify(ev.RouteUp(dst=str(r.dst), next_hop=str(r.next_hop), hops=r.hops, seq=r.seq))
         )
         d = self._discoveries.pop(r.dst, None)
         if d is not None and d.repair:
@@ -592,7 +588,7 @@ class AodvEngine(RoutingEngine):
         fields: dict[str, Any] = {"dst": str(r.dst), "next_hop": str(r.next_hop), "reason": reason}
         if notify:
             fields.update(notify)
-        self._emit(Notify("route-down", fields))
+        self._emit(Notify(ev.RouteDown(**fields)))
 
     def _expire_routes(self, now: float) -> None:
         for key, r in list(self._routes.items()):
@@ -689,7 +685,7 @@ class AodvEngine(RoutingEngine):
         self.counters["discoveries-failed"] += 1
         self.send_buffer.discard(d.dst, "no-route")
         self._drain_buffer_drops()
-        self._emit(Notify("route-down", {"dst": str(d.dst), "reason": "no-route"}))
+        self._emit(Notify(ev.RouteDown(dst=str(d.dst), reason="no-route")))
 
     # ------------------------------------------------------------------ control plane
     def _receive_control(
@@ -952,7 +948,7 @@ class AodvEngine(RoutingEngine):
                 continue
             if r.valid_seq:
                 r.seq = seq_next(r.seq)
-            extra: dict[str, Any] = {"broken_link": [str(self.address), str(nb)]}
+            extra: dict[str, Any] = {"broken_link": (str(self.address), str(nb))}
             mine = flow is not None and flow.dst == r.dst
             if failed and failed.get("dst") == str(r.dst):
                 extra.update(failed)
@@ -968,18 +964,8 @@ class AodvEngine(RoutingEngine):
                 self._start_repair(now, r, packet)
                 if bus and flow is not None:
                     self._bus_pivot(now, flow, r)
-                self._emit(
-                    Notify(
-                        "route-down",
-                        {
-                            "dst": str(r.dst),
-                            "next_hop": str(nb),
-                            "reason": reason,
-                            "repairing": True,
-                        }
-                        | extra,
-                    )
-                )
+                fields = {"dst": str(r.dst), "next_hop": str(nb), "reason": reason, "repairing": True}
+                self._emit(Notify(ev.RouteDown(**(fields | extra))))
                 continue
             if mine and flow is not None:
                 # ELFN (Holland & Vaidya 6): the failed packet's flow rides along, and
@@ -1016,7 +1002,7 @@ class AodvEngine(RoutingEngine):
         self.counters["local-repairs-failed"] += 1
         r = self._routes.get(d.dst.packed)
         exts = []
-        for key in self._bus_pivot_keys(d.dst):
+        for key in self._bus.pivot_keys(d.dst.packed):
             # TCP-BuS: the repair failed; the source gets a plain RERR with ELFN.
             h = self._bus.holds.pop(key)
             f = mx.Flow(IPv4Address(key[0]), d.dst, key[2], key[3], h.head_seq)
@@ -1096,10 +1082,6 @@ class AodvEngine(RoutingEngine):
         r = self._routes.get(src)
         return r.next_hop if r is not None and r.state is VALID else None
 
-    def _bus_pivot_keys(self, dst: IPv4Address) -> list[FlowKey]:
-        d = dst.packed
-        return [k for k, h in self._bus.holds.items() if h.pivot and k[1] == d]
-
     def _bus_data(self, packet: bytes) -> bool:
         """A data packet about to be forwarded (bus on): note its ACK number for
         Last_ACK, and keep it if its flow is held here (Kim, Toh & Choi IV-C). The
@@ -1146,19 +1128,11 @@ class AodvEngine(RoutingEngine):
         self._bus_send(now, n, aodv.RERR([(r.dst, r.seq)], True, exts))
 
     def _bus_repaired(self, now: float, r: Route) -> None:
-        """The local repair found a route: ERSN (with the receiver's Last_ACK if a
-        forwarded ACK told us, else the head-of-queue sequence) to every held flow."""
-        for key in self._bus_pivot_keys(r.dst):
-            h = self._bus.holds.pop(key)
-            last_ack = self._bus.last_ack.get(key)
-            flow = mx.Flow(
-                IPv4Address(key[0]), r.dst, key[2], key[3],
-                h.head_seq if last_ack is None else last_ack,
-                flags=0 if last_ack is None else mx.FLAG_LAST_ACK_KNOWN,
-            )  # fmt: skip
-            n = mx.Notice(mx.KIND_ERSN, self._bus.next_ident(), self.address, flow)
-            self._bus.ersn(key, self.address, n.ident)
-            self.counters["bus-ersn-sent"] += 1
+        """The local repair found a route: ERSN to every held flow (the pivot's own
+        packets wait in the repair's send buffer, so the hold itself is empty)."""
+        for key in self._bus.pivot_keys(r.dst_b):
+            n = self._bus.ersn_for(key, r.dst, self.address)
+            self._bus.holds.pop(key)
             self._bus_send(now, n, aodv.RERR([(r.dst, r.seq)], True, [mx.aodv_extension(n)]))
 
     def _bus_rerr(
@@ -1170,33 +1144,19 @@ class AodvEngine(RoutingEngine):
             self._unicast(now, aodv.RREPAck([mx.aodv_extension(ack)]), sender)
             if not self._bus.first_time(now, n.key):
                 continue
-            f = n.flow
-            key = flow_key(f)
-            base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
-            if n.kind == mx.KIND_ERDN:
-                self.counters["bus-erdn-received"] += 1
-                if self._bus.stale_erdn(key, n.pivot, n.ident):
-                    self.counters["bus-erdn-stale"] += 1
-                    continue
-                if f.src == self.address:
-                    self._emit(Notify("erdn", base | {"seq": f.seq, "pivot": str(n.pivot)}))
-                    continue
-                if self._bus_on:
-                    self._bus.start(now, key)
-                    self._set_deadline(now + self._bus.settings.bus_hold_s)
-            else:
-                self.counters["bus-ersn-received"] += 1
-                self._bus.ersn(key, n.pivot, n.ident)
-                for p in self._bus.release(key):
-                    r = self._routes.get(p[16:20])
-                    if r is not None and r.state is VALID:
-                        self._send_on(now, r, p)
-                    else:
-                        self._buffer(now, IPv4Address(p[16:20]), p)
-                if f.src == self.address:
-                    self._emit(Notify("ersn", base | {"last_ack": f.seq, "pivot": str(n.pivot)}))
-                    continue
-            self._bus_send(now, n, aodv.RERR(list(m.dests), m.no_delete, list(m.extensions)))
+            out = self._bus.on_notice(now, n, self.address, self._bus_on)
+            if out.event is None and out.relay and n.kind == mx.KIND_ERDN and self._bus_on:
+                self._set_deadline(now + self._bus.settings.bus_hold_s)
+            for p in out.released:
+                r = self._routes.get(p[16:20])
+                if r is not None and r.state is VALID:
+                    self._send_on(now, r, p)
+                else:
+                    self._buffer(now, IPv4Address(p[16:20]), p)
+            if out.event is not None:
+                self._emit(Notify(out.event))
+            elif out.relay:
+                self._bus_send(now, n, aodv.RERR(list(m.dests), m.no_delete, list(m.extensions)))
 
     # ------------------------------------------------------------------ hellos (6.9)
     def _hello_tick(self, now: float) -> None:

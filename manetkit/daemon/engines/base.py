@@ -18,7 +18,7 @@ Inputs
 Outputs (actions)
   SendFrame(next_hop, packet)   put a packet on the air to one neighbour (or broadcast)
   Deliver(packet)               hand a packet to the local stack (write to TUN)
-  Notify(event, fields)         an event for the event socket (route-up, route-down, ...)
+  Notify(event)                 a typed event (manetkit.events) for the event socket
   Dropped(reason, packet)       a packet the engine gave up on (counted by reason)
 
 Overheard frames (RFC 4728 8.4.4's "promiscuous receive mode") are for learning only:
@@ -36,11 +36,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
 
 from manetkit.daemon.wire import ipv4
+from manetkit.events import Event, fields_of, name_of
 
 # --- actions ---------------------------------------------------------------------
 
@@ -62,10 +63,19 @@ class Deliver:
 
 @dataclass(slots=True)
 class Notify:
-    """An event for the event socket. ``event`` is one of the names in ``EVENTS``."""
+    """An event for the event socket: one of the typed events of :mod:`manetkit.events`."""
 
-    event: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    event: Event
+
+    @property
+    def name(self) -> str:
+        """The event's wire name (``route-down``, ...)."""
+        return name_of(self.event)
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The event's fields as they go on the wire (None fields left out)."""
+        return fields_of(self.event)
 
 
 @dataclass(slots=True)
@@ -77,18 +87,6 @@ class Dropped:
 
 
 Action = SendFrame | Deliver | Notify | Dropped
-
-# Event names on the event socket (documented in README "Event socket").
-EVENTS = (
-    "route-up",  # fields: dst, next_hop, hops, (path for DSR)
-    "route-down",  # fields: dst, next_hop/broken_link, and for ELFN the failed packet's
-    #                src, dst, sport, dport, seq when it was TCP
-    "neighbour-up",  # fields: neighbour, mac, signal_dbm
-    "neighbour-down",  # fields: neighbour, mac, reason
-    "predicted-failure",  # fields: neighbour, signal_dbm, eta_s (Atra RFP, later issue)
-    "erdn",  # TCP-BuS at the source: dst, src, sport, dport, seq, pivot
-    "ersn",  # TCP-BuS at the source: dst, src, sport, dport, last_ack, pivot
-)
 
 # --- link-sensing inputs ---------------------------------------------------------
 

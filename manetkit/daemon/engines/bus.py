@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from manetkit import events as ev
 from manetkit.daemon.wire import manet_ext as mx
 
 FlowKey = tuple[bytes, bytes, int, int]  # src, dst (packed), sport, dport: data direction
@@ -65,6 +66,19 @@ class Hold:
     packets: deque = field(default_factory=deque)
     upstream: tuple[IPv4Address, ...] = ()  # pivot only: the path source..pivot
     head_seq: int = 0
+
+
+@dataclass(slots=True)
+class NoticeOutcome:
+    """What one ERDN/ERSN (first copy) means for this node.
+
+    ``relay``: pass it on towards the flow's source; ``event``: the source's Erdn/Ersn
+    for its event socket; ``released``: held packets to send on now (ERSN).
+    """
+
+    relay: bool
+    event: ev.Erdn | ev.Ersn | None = None
+    released: list = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -196,6 +210,59 @@ class BusState:
             return False
         self.seen[key] = now
         return True
+
+    # -- what the engines share (DSR and AODV carry the notices differently)
+    def pivot_keys(self, dst: bytes) -> list[FlowKey]:
+        """The flows this node holds as the pivot of a break towards ``dst`` (packed)."""
+        return [k for k, h in self.holds.items() if h.pivot and k[1] == dst]
+
+    def on_notice(
+        self, now: float, n: mx.Notice, me: IPv4Address, holding: bool
+    ) -> NoticeOutcome:
+        """The first copy of an ERDN/ERSN at this node (Kim, Toh & Choi IV-B/C).
+
+        At the flow's source the notice becomes an event and goes no further. A node on
+        the way starts holding the flow on an ERDN (when ``holding``: BuS is on here) and
+        releases it on an ERSN; a stale ERDN (overtaken by its pivot's ERSN) is dropped.
+        """
+        f = n.flow
+        key = flow_key(f)
+        source = f.src == me
+        common = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
+        if n.kind == mx.KIND_ERDN:
+            self.counters["erdn-received"] += 1
+            if self.stale_erdn(key, n.pivot, n.ident):
+                self.counters["erdn-stale"] += 1
+                return NoticeOutcome(relay=False)
+            if source:
+                return NoticeOutcome(False, ev.Erdn(**common, seq=f.seq, pivot=str(n.pivot)))
+            if holding:
+                self.start(now, key)
+            return NoticeOutcome(relay=True)
+        self.counters["ersn-received"] += 1
+        self.ersn(key, n.pivot, n.ident)
+        released = self.release(key)
+        if source:
+            return NoticeOutcome(
+                False, ev.Ersn(**common, last_ack=f.seq, pivot=str(n.pivot)), released
+            )
+        return NoticeOutcome(True, None, released)
+
+    def ersn_for(self, key: FlowKey, dst: IPv4Address, me: IPv4Address) -> mx.Notice:
+        """The ERSN this pivot sends for held flow ``key`` once the route to ``dst`` is
+        repaired (IV-C): the receiver's Last_ACK when a forwarded ACK told us, else the
+        sequence number at the head of the queue."""
+        h = self.holds[key]
+        last_ack = self.last_ack.get(key)
+        flow = mx.Flow(
+            IPv4Address(key[0]), dst, key[2], key[3],
+            h.head_seq if last_ack is None else last_ack,
+            flags=0 if last_ack is None else mx.FLAG_LAST_ACK_KNOWN,
+        )  # fmt: skip
+        n = mx.Notice(mx.KIND_ERSN, self.next_ident(), me, flow)
+        self.ersn(key, me, n.ident)
+        self.counters["ersn-sent"] += 1
+        return n
 
     # -- Last_ACK
     def observe(self, src: bytes, dst: bytes, tcp: tuple[int, ...] | None) -> None:

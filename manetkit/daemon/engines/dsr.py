@@ -52,6 +52,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
 
+from manetkit import events as ev
 from manetkit.daemon.engines.base import (
     Deliver,
     Dropped,
@@ -616,13 +617,12 @@ class DsrEngine(RoutingEngine):
         self._down.discard(dst)
         self._emit(
             Notify(
-                "route-up",
-                {
-                    "dst": str(dst),
-                    "next_hop": str(route[1]),
-                    "hops": len(route) - 1,
-                    "path": [str(a) for a in route],
-                },
+                ev.RouteUp(
+                    dst=str(dst),
+                    next_hop=str(route[1]),
+                    hops=len(route) - 1,
+                    path=tuple(str(a) for a in route),
+                )
             )
         )
         for pkt in self.send_buffer.release(dst):
@@ -853,7 +853,7 @@ class DsrEngine(RoutingEngine):
             self.send_buffer.discard(d.target, "no-route")
             self._drain_buffer_drops()
             self._bus_give_up(d.target)
-            self._emit(Notify("route-down", {"dst": str(d.target), "reason": "no-route"}))
+            self._emit(Notify(ev.RouteDown(dst=str(d.target), reason="no-route")))
             return
         self._send_request(now, d, ttl=cfg.discovery_hop_limit)
         backoff = min(cfg.request_period_ms / 1000 * (2**d.attempts), cfg.max_request_period_s)
@@ -916,12 +916,12 @@ class DsrEngine(RoutingEngine):
                 "dst": str(dst),
                 "next_hop": str(neighbour),
                 "reason": reason,
-                "broken_link": [str(self.address), str(neighbour)],
+                "broken_link": (str(self.address), str(neighbour)),
             }
             if elfn.get("dst") == str(dst):
                 fields.update(elfn)
             self._down.add(dst)
-            self._emit(Notify("route-down", fields))
+            self._emit(Notify(ev.RouteDown(**fields)))
         if failed is not None:
             self._maintain(now, neighbour, packet, failed)
 
@@ -1058,7 +1058,7 @@ class DsrEngine(RoutingEngine):
                 "dst": str(dst),
                 "next_hop": str(next_hop),
                 "reason": "rerr",
-                "broken_link": [str(err.error_src), str(bad)],
+                "broken_link": (str(err.error_src), str(bad)),
                 "broken_by": str(err.error_src),
             }
             if elfn is not None and elfn.dst == dst and elfn.src == self.address:
@@ -1066,7 +1066,7 @@ class DsrEngine(RoutingEngine):
                 if elfn.proto == ipv4.PROTO_TCP:
                     fields["seq"] = elfn.seq
                 self.counters["elfn-received"] += 1
-            self._emit(Notify("route-down", fields))
+            self._emit(Notify(ev.RouteDown(**fields)))
 
     # ------------------------------------------------------------------ TCP-BuS
     def _wanted(self, target: IPv4Address) -> bool:
@@ -1126,23 +1126,15 @@ class DsrEngine(RoutingEngine):
         route = self.cache.lookup(now, dst)
         if route is None:
             return
-        for key in [k for k, h in self._bus.holds.items() if h.pivot and k[1] == dst.packed]:
+        for key in self._bus.pivot_keys(dst.packed):
             h = self._bus.holds[key]
-            src = self._addr(key[0])
-            last_ack = self._bus.last_ack.get(key)
-            flow = mx.Flow(
-                src, dst, key[2], key[3],
-                h.head_seq if last_ack is None else last_ack,
-                flags=0 if last_ack is None else mx.FLAG_LAST_ACK_KNOWN,
-            )  # fmt: skip
-            ersn = mx.Notice(mx.KIND_ERSN, self._bus.next_ident(), self.address, flow)
-            self._bus.ersn(key, self.address, ersn.ident)
+            ersn = self._bus.ersn_for(key, dst, self.address)
             options: list = []
             full = (*h.upstream, *route[1:])
+            src = ersn.flow.src
             if h.upstream and h.upstream[0] == src and len(set(full)) == len(full):
                 options.append(dsr.RouteReply(full[1:]))
             back = tuple(reversed(h.upstream))
-            self.counters["bus-ersn-sent"] += 1
             self._send_control(now, src, options, [ersn], back)
             for pkt in self._bus.release(key):
                 self._bus_resend(now, pkt)
@@ -1168,7 +1160,7 @@ class DsrEngine(RoutingEngine):
 
     def _bus_give_up(self, dst: IPv4Address) -> None:
         """Discovery for ``dst`` failed: the pivot holds for it are dropped."""
-        for key in [k for k, h in self._bus.holds.items() if h.pivot and k[1] == dst.packed]:
+        for key in self._bus.pivot_keys(dst.packed):
             for pkt in self._bus.release(key):
                 self._drop("no-route", pkt)
 
@@ -1226,29 +1218,14 @@ class DsrEngine(RoutingEngine):
         return True, full[idx - 1], idx == len(full) - 1
 
     def _bus_notice(self, now: float, n: mx.Notice) -> bool:
-        """An ERDN/ERSN reached this node (first copy): the source reports it; a node
-        on the way holds the flow (ERDN) or releases it (ERSN). False for a stale ERDN
-        (overtaken by its ERSN), which is not relayed."""
-        f = n.flow
-        key = flow_key(f)
-        base = {"dst": str(f.dst), "src": str(f.src), "sport": f.sport, "dport": f.dport}
-        if n.kind == mx.KIND_ERDN:
-            self.counters["bus-erdn-received"] += 1
-            if self._bus.stale_erdn(key, n.pivot, n.ident):
-                self.counters["bus-erdn-stale"] += 1
-                return False
-            if f.src == self.address:
-                self._emit(Notify("erdn", base | {"seq": f.seq, "pivot": str(n.pivot)}))
-            elif self._bus_on:
-                self._bus.start(now, key)
-            return True
-        self.counters["bus-ersn-received"] += 1
-        self._bus.ersn(key, n.pivot, n.ident)
-        if f.src == self.address:
-            self._emit(Notify("ersn", base | {"last_ack": f.seq, "pivot": str(n.pivot)}))
-        for pkt in self._bus.release(key):
+        """An ERDN/ERSN reached this node (first copy): see :meth:`BusState.on_notice`.
+        False when it is not to be relayed (at the source, or a stale ERDN)."""
+        out = self._bus.on_notice(now, n, self.address, self._bus_on)
+        if out.event is not None:
+            self._emit(Notify(out.event))
+        for pkt in out.released:
             self._bus_resend(now, pkt)
-        return True
+        return out.relay or out.event is not None
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict[str, Any]:

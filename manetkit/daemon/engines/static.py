@@ -13,6 +13,7 @@ from collections import Counter
 from ipaddress import IPv4Address
 from typing import Any
 
+from manetkit import events as ev
 from manetkit.daemon.engines.base import (
     Deliver,
     Dropped,
@@ -101,7 +102,7 @@ class StaticEngine(RoutingEngine):
                 self._down.discard(event.neighbour)
                 for dst, hop in self.routes.items():
                     if hop == event.neighbour:
-                        self._emit(Notify("route-up", {"dst": str(dst), "next_hop": str(hop)}))
+                        self._emit(Notify(ev.RouteUp(dst=str(dst), next_hop=str(hop))))
         elif isinstance(event, TxFailed):
             # The shell's hysteresis decides when failures mean a broken link (LinkDown);
             # remember the packet so route-down can carry its ELFN fields.
@@ -116,11 +117,11 @@ class StaticEngine(RoutingEngine):
             for dst, hop in self.routes.items():
                 if hop != event.neighbour:
                     continue
-                fields: dict[str, Any] = {"dst": str(dst), "next_hop": str(hop)}
+                fields: dict[str, Any] = {"dst": str(dst), "next_hop": str(hop), "reason": event.reason}
                 if failed.get("dst") == str(dst):
                     # ELFN: the failed packet's own src, ports and sequence number
                     fields.update(failed)
-                self._emit(Notify("route-down", fields))
+                self._emit(Notify(ev.RouteDown(**fields)))
 
     def handle_timer(self, now: float) -> None:
         return None
