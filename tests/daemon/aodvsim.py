@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from ipaddress import IPv4Address
 
-from manetkit.daemon.engines.aodv import VALID, AodvConfig, AodvEngine, seq_newer
+from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
+from manetkit.daemon.engines.aodv_routes import VALID, seq_newer
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.wire import aodv, ipv4
 from tests.daemon.enginesim import Sim, chain
@@ -57,7 +58,7 @@ def loop_free(sim: Sim) -> list[str]:
     of next hops can close a loop. Returns a list of problems (empty = loop free)."""
     problems = []
     for a, eng in sim.engines.items():
-        for r in eng._routes.values():
+        for r in eng.route_table:
             if r.state is not VALID or r.next_hop == r.dst:
                 continue
             nxt = sim.engines.get(r.next_hop)
@@ -73,7 +74,7 @@ def loop_free(sim: Sim) -> list[str]:
                 )
     # And no valid next-hop chain returns to a node it has visited.
     for a, eng in sim.engines.items():
-        for r in eng._routes.values():
+        for r in eng.route_table:
             if r.state is not VALID:
                 continue
             seen, at = {a}, a

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from manetkit.daemon.engines.aodv import VALID, AodvConfig
+from manetkit.daemon.engines.aodv import AodvConfig
+from manetkit.daemon.engines.aodv_routes import VALID
 from manetkit.daemon.wire import aodv
 from tests.daemon.aodvsim import addr, chain, control, data, loop_free, network, payload_id
 
@@ -189,4 +190,4 @@ def test_send_buffer_timeout_and_full():
     assert [d.reason for d in sim.dropped[N1]] == ["send-buffer-full"]
     sim.run(duration=1.5)
     assert [d.reason for d in sim.dropped[N1]] == ["send-buffer-full"] + ["send-buffer-timeout"] * 3
-    assert sim.engines[N1].status()["counters"]["drop:send-buffer-timeout"] == 3
+    assert sim.engines[N1].status()["counters"]["drop-send-buffer-timeout"] == 3

@@ -56,6 +56,15 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from manetkit import events as ev
+from manetkit.daemon.engines.aodv_routes import (
+    REPAIRING,
+    VALID,
+    Route,
+    RouteState,
+    RouteTable,
+    seq_newer,
+    seq_next,
+)
 from manetkit.daemon.engines.base import (
     Deliver,
     Dropped,
@@ -83,8 +92,6 @@ _BCAST_B = b"\xff\xff\xff\xff"
 _INF = float("inf")
 _CONTROL_TTL = 64  # unicast control travels one hop but is an ordinary IP packet
 _K = 5  # RFC 3561 section 10: DELETE_PERIOD = K * max(ACTIVE_ROUTE_TIMEOUT, HELLO_INTERVAL)
-
-VALID, INVALID, REPAIRING = "valid", "invalid", "repairing"
 
 # SendBuffer's reasons -> the engine's Dropped reasons.
 _BUFFER_REASONS = {"timeout": "send-buffer-timeout", "full": "send-buffer-full"}
@@ -193,36 +200,6 @@ class AodvConfig(SendBufferSettings, BusSettings):
         return 2 * self.node_traversal_time_ms * (ttl + self.timeout_buffer)
 
 
-def seq_newer(a: int, b: int) -> bool:
-    """a is newer than b in signed 32-bit arithmetic (RFC 3561 6.1)."""
-    return 0 < ((a - b) & 0xFFFFFFFF) < 0x80000000
-
-
-def seq_next(a: int) -> int:
-    """a + 1, skipping 0 (which means "unknown", RFC 3561 6.1)."""
-    return (a + 1) & 0xFFFFFFFF or 1
-
-
-@dataclass(slots=True, eq=False)
-class Route:
-    """One route table entry (RFC 3561 section 2 "route table entry" fields)."""
-
-    dst: IPv4Address
-    next_hop: IPv4Address
-    hops: int
-    seq: int
-    valid_seq: bool
-    expires: float  # VALID: lifetime end; INVALID: deletion time (DELETE_PERIOD)
-    state: str = VALID
-    precursors: set[IPv4Address] = field(default_factory=set)
-    dst_b: bytes = b""
-    next_hop_b: bytes = b""
-
-    def __post_init__(self) -> None:
-        self.dst_b = self.dst.packed
-        self.next_hop_b = self.next_hop.packed
-
-
 @dataclass(slots=True)
 class _Discovery:
     """A pending route discovery (6.4) or local repair (6.12) for one destination."""
@@ -251,7 +228,7 @@ class AodvEngine(RoutingEngine):
         self._me_b = address.packed
         self.seq = 1  # own sequence number (6.1); 0 would mean "unknown"
         self._rreq_id = 0
-        self._routes: dict[bytes, Route] = {}
+        self._routes = RouteTable()
         self.send_buffer = SendBuffer(c.send_buffer_packets, c.send_buffer_timeout_s)
         self._discoveries: dict[IPv4Address, _Discovery] = {}
         self._seen: dict[tuple[IPv4Address, int], float] = {}  # (orig, RREQ ID) -> expiry
@@ -295,8 +272,8 @@ class AodvEngine(RoutingEngine):
         if len(packet) < 20 or packet[0] >> 4 != 4:
             self._malformed(packet, "not an IPv4 packet")
             return
-        if packet[9] == 17 and aodv.is_control(packet):  # UDP first: data is mostly TCP
-            dst = packet[16:20]
+        if packet[ipv4.PROTOCOL] == ipv4.PROTO_UDP and aodv.is_control(packet):  # UDP first: data is mostly TCP
+            dst = packet[ipv4.DST]
             if dst == self._me_b or dst == _BCAST_B:
                 self._receive_control(now, packet, src_mac, rssi_dbm)
                 return
@@ -363,7 +340,7 @@ class AodvEngine(RoutingEngine):
             for nh, pkt in self._bus.due(now):
                 self._emit(SendFrame(nh, pkt))
             for pkt in self._bus.expired(now):
-                self.counters["drop:bus-hold-timeout"] += 1
+                self.counters["drop-bus-hold-timeout"] += 1
                 self._emit(Dropped("bus-hold-timeout", pkt))
         self._purge(now)
         self._deadline = self._compute_deadline()
@@ -409,7 +386,7 @@ class AodvEngine(RoutingEngine):
     # ------------------------------------------------------------------ data path
     def _data(self, now: float, packet: bytes, from_radio: bool, src_mac: bytes | None) -> None:
         """Deliver, forward by next hop (6.2), buffer and discover, or report (6.11 ii)."""
-        dst = packet[16:20]
+        dst = packet[ipv4.DST]
         if dst == self._me_b:
             self._delivered += 1
             self._last_data = now
@@ -423,8 +400,8 @@ class AodvEngine(RoutingEngine):
                 self._emit(SendFrame(None, packet))
             return
         if from_radio:
-            if packet[8] <= 1:
-                self.counters["drop:ttl-expired"] += 1
+            if packet[ipv4.TTL] <= 1:
+                self.counters["drop-ttl-expired"] += 1
                 self._emit(Dropped("ttl-expired", packet))
                 return
             buf = bytearray(packet)
@@ -438,14 +415,14 @@ class AodvEngine(RoutingEngine):
             return
         if (
             not from_radio
-            or packet[12:16] == self._me_b
+            or packet[ipv4.SRC] == self._me_b
             or (r is not None and r.state is REPAIRING)
         ):
             # Our own packet, or one waiting for a local repair: buffer it (6.3, 6.12).
             self._buffer(now, IPv4Address(dst), packet)
             return
         # 6.11 (ii): a data packet for which we have no active route.
-        self.counters["drop:no-route"] += 1
+        self.counters["drop-no-route"] += 1
         self._emit(Dropped("no-route", packet))
         seq = 0
         if r is not None:
@@ -464,7 +441,7 @@ class AodvEngine(RoutingEngine):
         nh = routes.get(r.next_hop_b)
         if nh is not None and nh.state is VALID and nh.expires < t:
             nh.expires = t
-        back = routes.get(packet[12:16])
+        back = routes.get(packet[ipv4.SRC])
         if back is not None and back.state is VALID:
             if back.expires < t:
                 back.expires = t
@@ -492,10 +469,15 @@ class AodvEngine(RoutingEngine):
     def _drain_buffer_drops(self) -> None:
         for reason, _dst, p in self.send_buffer.take_dropped():
             reason = _BUFFER_REASONS.get(reason, reason)
-            self.counters[f"drop:{reason}"] += 1
+            self.counters[f"drop-{reason}"] += 1
             self._emit(Dropped(reason, p))
 
     # ------------------------------------------------------------------ route table
+    @property
+    def route_table(self) -> RouteTable:
+        """Every entry, any state (status, tests)."""
+        return self._routes
+
     def route(self, dst: IPv4Address) -> Route | None:
         """The route table entry for ``dst`` (any state), for status and tests."""
         return self._routes.get(dst.packed)
@@ -509,59 +491,22 @@ class AodvEngine(RoutingEngine):
         seq: int,
         lifetime: float,
     ) -> tuple[Route, bool]:
-        """Create or update the route to ``dst`` if the information is fresher (6.2, 6.7).
-
-        Fresher: our number for ``dst`` is unknown, or ``seq`` is newer, or equal with
-        our entry invalid or longer. Returns (entry, changed). Lifetime only grows while
-        the entry stays valid.
-        """
-        r = self._routes.get(dst.packed)
-        if r is None:
-            r = Route(dst, next_hop, hops, seq, True, now + lifetime)
-            self._routes[r.dst_b] = r
-            self._became_valid(now, r, None)
-            return r, True
-        if not (
-            not r.valid_seq
-            or seq_newer(seq, r.seq)
-            or (seq == r.seq and (r.state is not VALID or hops < r.hops))
-        ):
-            return r, False
-        was = r.state
-        r.seq = seq
-        r.valid_seq = True
-        r.next_hop = next_hop
-        r.next_hop_b = next_hop.packed
-        r.hops = hops
-        t = now + lifetime
-        if r.state is not VALID or r.expires < t:
-            r.expires = t
-        r.state = VALID
+        """Create or update the route to ``dst`` if the information is fresher (6.2, 6.7;
+        the rule is :meth:`RouteTable.update`). Returns (entry, changed)."""
+        got = self._routes.update(now, dst, next_hop, hops, seq, lifetime)
+        if got is None:
+            return self._routes.get(dst.packed), False  # type: ignore[return-value]
+        r, was = got
         self._became_valid(now, r, was)
         return r, True
 
     def _touch_neighbour(self, now: float, nb: IPv4Address) -> Route:
         """6.5/6.7: a route to the neighbour that sent a control packet (1 hop)."""
-        r = self._routes.get(nb.packed)
-        t = now + self._art
-        if r is None:
-            r = Route(nb, nb, 1, 0, False, t)
-            self._routes[r.dst_b] = r
-            self._became_valid(now, r, None)
-            return r
-        was = r.state
-        if r.state is not VALID or r.next_hop != nb:
-            if r.state is not VALID:
-                r.valid_seq = False  # our number for it was bumped by us, not by nb
-            r.next_hop, r.next_hop_b, r.hops = nb, nb.packed, 1
-            r.state = VALID
-            r.expires = t
-            self._became_valid(now, r, was)
-        elif r.expires < t:
-            r.expires = t
+        r, was = self._routes.touch_neighbour(now, nb, self._art)
+        self._became_valid(now, r, was)
         return r
 
-    def _became_valid(self, now: float, r: Route, was: str | None) -> None:
+    def _became_valid(self, now: float, r: Route, was: RouteState | None) -> None:
         if r.expires < self._deadline:
             self._deadline = r.expires
         if was is VALID:
@@ -581,8 +526,7 @@ class AodvEngine(RoutingEngine):
 
     def _invalidate(self, now: float, r: Route, reason: str, notify: dict | None = None) -> None:
         """Mark ``r`` invalid, deleted after DELETE_PERIOD (6.11)."""
-        r.state = INVALID
-        r.expires = now + self._delete
+        self._routes.invalidate(r, now + self._delete)
         if r.expires < self._deadline:
             self._deadline = r.expires
         fields: dict[str, Any] = {"dst": str(r.dst), "next_hop": str(r.next_hop), "reason": reason}
@@ -591,19 +535,10 @@ class AodvEngine(RoutingEngine):
         self._emit(Notify(ev.RouteDown(**fields)))
 
     def _expire_routes(self, now: float) -> None:
-        for key, r in list(self._routes.items()):
-            if r.expires > now or r.state is REPAIRING:
-                continue
-            if r.state is VALID:
-                # Lifetime over (6.11 "expires"): invalid; the number is bumped (6.1).
-                r.state = INVALID
-                if r.valid_seq:
-                    r.seq = seq_next(r.seq)
-                r.precursors.clear()
-                r.expires = now + self._delete
-                self.counters["routes-expired"] += 1
-            else:
-                del self._routes[key]
+        # Lifetime over (6.11 "expires"): invalid with the number bumped (6.1), then gone.
+        expired = self._routes.expire(now, self._delete)
+        if expired:
+            self.counters["routes-expired"] += expired
 
     # ------------------------------------------------------------------ discovery (6.3, 6.4)
     def _start_discovery(
@@ -616,8 +551,9 @@ class AodvEngine(RoutingEngine):
             ttl = min(r.hops + c.ttl_increment, c.net_diameter) if r is not None else c.ttl_start
         d = _Discovery(dst, ttl, now, repair=repair, started=now)
         if repair:
-            r = self._routes[dst.packed]
-            d.old_hops = r.hops
+            old = self._routes.get(dst.packed)
+            assert old is not None  # a repair starts from the broken entry
+            d.old_hops = old.hops
         self._discoveries[dst] = d
         self._send_rreq(now, d)
 
@@ -943,7 +879,7 @@ class AodvEngine(RoutingEngine):
         out: list[tuple[IPv4Address, int]] = []
         to: set[IPv4Address] = set()
         exts: list[tuple[int, bytes]] = []
-        for r in list(self._routes.values()):
+        for r in self._routes:
             if r.state is not VALID or r.next_hop != nb:
                 continue
             if r.valid_seq:
@@ -990,7 +926,7 @@ class AodvEngine(RoutingEngine):
         r.state = REPAIRING
         back = 0
         if packet is not None and len(packet) >= 20:
-            src = self._routes.get(packet[12:16])
+            src = self._routes.get(packet[ipv4.SRC])
             back = src.hops if src is not None else 0
         ttl = min(max(r.hops, back // 2) + c.local_add_ttl, c.net_diameter)
         self._discoveries.pop(r.dst, None)
@@ -1020,14 +956,14 @@ class AodvEngine(RoutingEngine):
 
     def _reroute_failed(self, now: float, packet: bytes) -> None:
         """The packet 802.11 gave up on: re-buffer ours, wait for a repair, else drop."""
-        dst = packet[16:20]
+        dst = packet[ipv4.DST]
         r = self._routes.get(dst)
         if r is not None and r.state is VALID:
             self._send_on(now, r, packet)  # a route appeared meanwhile (TTL already done)
-        elif packet[12:16] == self._me_b or (r is not None and r.state is REPAIRING):
+        elif packet[ipv4.SRC] == self._me_b or (r is not None and r.state is REPAIRING):
             self._buffer(now, IPv4Address(dst), packet)
         else:
-            self.counters["drop:link-break"] += 1
+            self.counters["drop-link-break"] += 1
             self._emit(Dropped("link-break", packet))
 
     def _control_tx_failed(self, now: float, nb: IPv4Address, packet: bytes) -> None:
@@ -1087,19 +1023,19 @@ class AodvEngine(RoutingEngine):
         Last_ACK, and keep it if its flow is held here (Kim, Toh & Choi IV-C). The
         pivot's own packets wait in the send buffer of the repair (6.12) instead."""
         ihl = (packet[0] & 0x0F) * 4
-        tcp = tcp_fields(packet, packet[9], ihl)
+        tcp = tcp_fields(packet, packet[ipv4.PROTOCOL], ihl)
         if tcp is None:
             return False
-        self._bus.observe(packet[12:16], packet[16:20], tcp)
+        self._bus.observe(packet[ipv4.SRC], packet[ipv4.DST], tcp)
         if not self._bus.holds:
             return False
-        key = (packet[12:16], packet[16:20], tcp[0], tcp[1])
+        key = (packet[ipv4.SRC], packet[ipv4.DST], tcp[0], tcp[1])
         h = self._bus.holds.get(key)
         if h is None or h.pivot:
             return False
         old = self._bus.hold(key, packet)
         if old is not None:
-            self.counters["drop:bus-hold-full"] += 1
+            self.counters["drop-bus-hold-full"] += 1
             self._emit(Dropped("bus-hold-full", old))  # type: ignore[arg-type]
         return True
 
@@ -1148,11 +1084,11 @@ class AodvEngine(RoutingEngine):
             if out.event is None and out.relay and n.kind == mx.KIND_ERDN and self._bus_on:
                 self._set_deadline(now + self._bus.settings.bus_hold_s)
             for p in out.released:
-                r = self._routes.get(p[16:20])
+                r = self._routes.get(p[ipv4.DST])
                 if r is not None and r.state is VALID:
                     self._send_on(now, r, p)
                 else:
-                    self._buffer(now, IPv4Address(p[16:20]), p)
+                    self._buffer(now, IPv4Address(p[ipv4.DST]), p)
             if out.event is not None:
                 self._emit(Notify(out.event))
             elif out.relay:
@@ -1190,7 +1126,7 @@ class AodvEngine(RoutingEngine):
 
     def _compute_deadline(self) -> float:
         t = self._next_hello
-        for r in self._routes.values():
+        for r in self._routes:
             if r.expires < t and r.state is not REPAIRING:
                 t = r.expires
         for d in self._discoveries.values():
@@ -1218,14 +1154,14 @@ class AodvEngine(RoutingEngine):
         """Routes, discoveries, send buffer and counters (``manetkit status``, JSON-able)."""
         now = self._now
         routes = []
-        for r in sorted(self._routes.values(), key=lambda r: int(r.dst)):
+        for r in sorted(self._routes, key=lambda r: int(r.dst)):
             routes.append(
                 {
                     "dst": str(r.dst),
                     "next_hop": str(r.next_hop),
                     "hops": r.hops,
                     "seq": r.seq if r.valid_seq else None,
-                    "state": r.state,
+                    "state": r.state.value,
                     "lifetime_s": round(r.expires - now, 3),
                     "precursors": sorted(str(p) for p in r.precursors),
                 }

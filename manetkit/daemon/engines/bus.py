@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from manetkit import events as ev
+from manetkit.daemon.wire import ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
 FlowKey = tuple[bytes, bytes, int, int]  # src, dst (packed), sport, dport: data direction
@@ -51,7 +52,7 @@ class BusSettings(BaseModel):
 
 def tcp_fields(packet: bytes | bytearray, ip_proto: int, off: int) -> tuple[int, ...] | None:
     """(sport, dport, seq, ack, flags) of the TCP header at ``off``, or None."""
-    if ip_proto != 6 or len(packet) < off + 14:
+    if ip_proto != ipv4.PROTO_TCP or len(packet) < off + 14:
         return None
     sport, dport, seq, ack = struct.unpack_from("!HHII", packet, off)
     return sport, dport, seq, ack, packet[off + 13]

@@ -222,6 +222,7 @@ class DsrEngine(RoutingEngine):
         address: IPv4Address,
         config: DsrConfig | None = None,
         neighbours: NeighbourTable | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         super().__init__()
         self.address = address
@@ -231,7 +232,8 @@ class DsrEngine(RoutingEngine):
         self.send_buffer = SendBuffer(cfg.send_buffer_packets, cfg.send_buffer_timeout_s)
         self.counters: Counter[str] = Counter()
         self._me = address.packed
-        self._rng = random.Random(cfg.seed)
+        # Injected for simulations; else seeded from the config (tests) or the OS.
+        self._rng = rng if rng is not None else random.Random(cfg.seed)
         self._timers: list[tuple[float, int, int, Any]] = []
         self._timer_seq = 0
         self._discoveries: dict[IPv4Address, _Discovery] = {}
@@ -287,7 +289,7 @@ class DsrEngine(RoutingEngine):
             total = (packet[2] << 8) | packet[3]
             if ihl < 20 or total < ihl + dsr.HEADER_LEN or total > len(packet):
                 raise ipv4.MalformedPacket(f"bad IPv4 lengths (ihl {ihl}, total {total})")
-            if packet[9] != ipv4.PROTO_DSR:
+            if packet[ipv4.PROTOCOL] != ipv4.PROTO_DSR:
                 self._drop("not-dsr", packet)
                 return
             o = ihl + dsr.HEADER_LEN
@@ -310,7 +312,7 @@ class DsrEngine(RoutingEngine):
         """A unicast between two other nodes (promiscuous radio): only 8.4.4 shortening."""
         self._now = now
         try:
-            if len(packet) < 20 or packet[0] >> 4 != 4 or packet[9] != ipv4.PROTO_DSR:
+            if len(packet) < 20 or packet[0] >> 4 != 4 or packet[ipv4.PROTOCOL] != ipv4.PROTO_DSR:
                 self.counters["overheard-ignored"] += 1
                 return
             ihl = (packet[0] & 0x0F) * 4
@@ -337,7 +339,7 @@ class DsrEngine(RoutingEngine):
     def send_local(self, now: float, packet: bytes) -> None:
         self._now = now
         # Hot path: a destination we sent to within _HOT_REFRESH, cache unchanged since.
-        hint = self._out.get(packet[16:20])
+        hint = self._out.get(packet[ipv4.DST])
         if (
             hint is not None
             and hint[0] == self.cache.generation
@@ -486,7 +488,7 @@ class DsrEngine(RoutingEngine):
             raise dsr.MalformedDsr(f"segments left {sl} exceeds the {n4 >> 2} addresses")
         a0 = o + 4
         pos = a0 + n4 - 4 * sl  # where this receiver's address sits (a0 + n4: the IP dst)
-        if (packet[pos : pos + 4] if sl else packet[16:20]) != self._me:
+        if (packet[pos : pos + 4] if sl else packet[ipv4.DST]) != self._me:
             self._overheard(now, packet, o)
             return
         key = packet[12:20] + packet[o + 2 : a0 + n4] + (src_mac or b"")
@@ -527,15 +529,15 @@ class DsrEngine(RoutingEngine):
         if pos > a0:
             prev: bytes | None = packet[pos - 4 : pos]
         else:
-            prev = packet[12:16] if salvage == 0 else None
+            prev = packet[ipv4.SRC] if salvage == 0 else None
         if src_mac is not None and prev is not None:
             self.neighbours.learn(now, self._addr(prev), src_mac, rssi)
         addrs = [packet[a0 + 4 * i : a0 + 4 * i + 4] for i in range(n)]
-        full = ([packet[12:16]] if salvage == 0 else []) + addrs + [packet[16:20]]
+        full = ([packet[ipv4.SRC]] if salvage == 0 else []) + addrs + [packet[ipv4.DST]]
         self._learn_around(now, [self._addr(a) for a in full])
         if not sl:
             return now, None
-        return now, self._addr(packet[pos + 4 : pos + 8] if sl > 1 else packet[16:20])
+        return now, self._addr(packet[pos + 4 : pos + 8] if sl > 1 else packet[ipv4.DST])
 
     def _deliver(self, packet: bytes, ihl: int, total: int, control: bool) -> None:
         """Strip the DSR header and hand the original packet up (RFC 4728 8.1.4)."""
@@ -549,8 +551,8 @@ class DsrEngine(RoutingEngine):
         length = ihl + total - end
         head[2] = length >> 8
         head[3] = length & 0xFF
-        head[9] = nh
-        head[10] = head[11] = 0
+        head[ipv4.PROTOCOL] = nh
+        head[ipv4.CHECKSUM] = head[ipv4.CHECKSUM + 1] = 0
         c = ipv4.checksum(head)
         head[10] = c >> 8
         head[11] = c & 0xFF
@@ -801,7 +803,7 @@ class DsrEngine(RoutingEngine):
         if not self.config.gratuitous_replies or salvage:
             return
         addrs = [bytes(buf[a0 + 4 * i : a0 + 4 * i + 4]) for i in range(n)]
-        full = [bytes(buf[12:16]), *addrs, bytes(buf[16:20])]
+        full = [bytes(buf[ipv4.SRC]), *addrs, bytes(buf[ipv4.DST])]
         # full[idx + 1] is the intended receiver, full[idx] the transmitter.
         try:
             j = full.index(self._me, idx + 2)
@@ -885,9 +887,9 @@ class DsrEngine(RoutingEngine):
         length = total + dsr.HEADER_LEN + len(sr)
         head[2] = length >> 8
         head[3] = length & 0xFF
-        proto = head[9]
-        head[9] = ipv4.PROTO_DSR
-        head[10] = head[11] = 0
+        proto = head[ipv4.PROTOCOL]
+        head[ipv4.PROTOCOL] = ipv4.PROTO_DSR
+        head[ipv4.CHECKSUM] = head[ipv4.CHECKSUM + 1] = 0
         c = ipv4.checksum(head)
         head[10] = c >> 8
         head[11] = c & 0xFF
@@ -1088,8 +1090,8 @@ class DsrEngine(RoutingEngine):
         tcp = tcp_fields(packet, packet[ihl], end)
         if tcp is None:
             return False
-        self._bus.observe(packet[12:16], packet[16:20], tcp)
-        key = (packet[12:16], packet[16:20], tcp[0], tcp[1])
+        self._bus.observe(packet[ipv4.SRC], packet[ipv4.DST], tcp)
+        key = (packet[ipv4.SRC], packet[ipv4.DST], tcp[0], tcp[1])
         if key not in self._bus.holds:
             return False
         self._bus_hold(key, packet[:total])
@@ -1272,7 +1274,7 @@ def _with_options(
     body = dsr.dsr_header(next_header, options) + inner
     out = bytearray(head + body)
     struct.pack_into("!H", out, 2, len(out))
-    out[9] = ipv4.PROTO_DSR
+    out[ipv4.PROTOCOL] = ipv4.PROTO_DSR
     out[10:12] = b"\0\0"
     struct.pack_into("!H", out, 10, ipv4.checksum(out[: ip.ihl]))
     return bytes(out)

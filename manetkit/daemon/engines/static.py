@@ -27,6 +27,7 @@ from manetkit.daemon.engines.base import (
     failed_packet_fields,
 )
 from manetkit.daemon.neighbours import NeighbourTable
+from manetkit.daemon.wire import ipv4
 
 
 class StaticEngine(RoutingEngine):
@@ -55,12 +56,12 @@ class StaticEngine(RoutingEngine):
     def receive_frame(
         self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
     ) -> None:
-        dst = packet[16:20]
+        dst = packet[ipv4.DST]
         if dst == self._self:
             self.counters["delivered"] += 1
             self._actions.append(Deliver(packet))
             return
-        ttl = packet[8]
+        ttl = packet[ipv4.TTL]
         if ttl <= 1:
             self.counters["ttl-expired"] += 1
             self._actions.append(Dropped("ttl-expired", packet))
@@ -69,10 +70,13 @@ class StaticEngine(RoutingEngine):
         # the same result as ipv4.decrement_ttl, built in one concatenation).
         c = ((packet[10] << 8) | packet[11]) + 0x100
         c = (c & 0xFFFF) + (c >> 16)
-        self._forward(packet[:8] + bytes((ttl - 1, packet[9], c >> 8, c & 0xFF)) + packet[12:], dst)
+        head = packet[: ipv4.TTL]
+        self._forward(
+            head + bytes((ttl - 1, packet[ipv4.PROTOCOL], c >> 8, c & 0xFF)) + packet[12:], dst
+        )
 
     def send_local(self, now: float, packet: bytes) -> None:
-        dst = packet[16:20]
+        dst = packet[ipv4.DST]
         if dst == self._self:
             self._actions.append(Deliver(packet))
             return
@@ -117,7 +121,11 @@ class StaticEngine(RoutingEngine):
             for dst, hop in self.routes.items():
                 if hop != event.neighbour:
                     continue
-                fields: dict[str, Any] = {"dst": str(dst), "next_hop": str(hop), "reason": event.reason}
+                fields: dict[str, Any] = {
+                    "dst": str(dst),
+                    "next_hop": str(hop),
+                    "reason": event.reason,
+                }
                 if failed.get("dst") == str(dst):
                     # ELFN: the failed packet's own src, ports and sequence number
                     fields.update(failed)

@@ -16,6 +16,13 @@ PROTO_TCP = 6
 PROTO_UDP = 17
 PROTO_DSR = 48  # RFC 4728 section 6.1: DSR Options header
 
+# Where the fields routing reads in place sit in the header (RFC 791 section 3.1).
+TTL = 8
+PROTOCOL = 9
+CHECKSUM = 10
+SRC = slice(12, 16)
+DST = slice(16, 20)
+
 _HDR = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
 MIN_HEADER = 20
