@@ -216,6 +216,9 @@ class DsrEngine(RoutingEngine):
 
     name = "dsr"
     wants_overheard = True  # 8.4.4 route shortening needs promiscuous receive
+    # send_local may reuse the last route per destination for _HOT_REFRESH (a subclass
+    # that changes route per packet, SMR's round robin, turns this off).
+    memo_routes = True
 
     def __init__(
         self,
@@ -339,7 +342,7 @@ class DsrEngine(RoutingEngine):
     def send_local(self, now: float, packet: bytes) -> None:
         self._now = now
         # Hot path: a destination we sent to within _HOT_REFRESH, cache unchanged since.
-        hint = self._out.get(packet[ipv4.DST])
+        hint = self._out.get(packet[ipv4.DST]) if self.memo_routes else None
         if (
             hint is not None
             and hint[0] == self.cache.generation
@@ -362,7 +365,7 @@ class DsrEngine(RoutingEngine):
             self._drop("unroutable", packet)
             return
         self.counters["data-originated"] += 1
-        route = self.cache.lookup(now, dst)
+        route = self._route_for(now, dst)
         if route is not None:
             sr = self._send_data(packet, route)
             if len(self._out) > 1024:
@@ -409,7 +412,7 @@ class DsrEngine(RoutingEngine):
         gap = cfg.nonprop_request_timeout_ms / 1000
         d = self._discoveries.get(dst)
         if d is None:
-            if dst == self.address or self.cache.lookup(now, dst) is not None:
+            if dst == self.address or self._route_for(now, dst) is not None:
                 return False
             # No route and nobody asking: a propagating request straight away.
             d = self._discoveries[dst] = _Discovery(dst, now, attempts=1)
@@ -612,7 +615,7 @@ class DsrEngine(RoutingEngine):
                 self._route_up(now, node)
 
     def _route_up(self, now: float, dst: IPv4Address) -> None:
-        route = self.cache.lookup(now, dst)
+        route = self._route_for(now, dst)
         if route is None:
             return
         self._discoveries.pop(dst, None)
@@ -675,6 +678,8 @@ class DsrEngine(RoutingEngine):
                 self.counters["replies-seen"] += 1
                 d = self._discoveries.get(opt.addresses[-1]) if opt.addresses else None
                 fresh = d.sent_at if d is not None and ip.dst == self.address else -1.0
+                if ip.dst == self.address and opt.addresses:
+                    self._reply_received(now, (self.address, *opt.addresses), fresh)
                 self._learn_around(now, [ip.dst, *opt.addresses], fresh)
         sr = hdr.first(dsr.SourceRoute)
         relay: list[mx.Notice] = []
@@ -728,13 +733,11 @@ class DsrEngine(RoutingEngine):
         # The recorded route, reversed, leads back to the initiator.
         self._learn(now, (self.address, *reversed(addrs), init))
         if rreq.target == self.address:
-            self._reply(now, init, (*addrs, self.address), tuple(reversed(addrs)))
+            self._target_request(now, init, addrs)
             return
-        seen = self._request_table.get(init)
-        if seen is not None and rreq.ident in seen:
+        if self._request_seen(now, init, rreq.ident, prev, len(addrs)):
             self.counters["request-duplicate"] += 1
             return
-        self._remember_request(init, rreq.ident)
         if self.config.cache_replies:
             route = self.cache.lookup(now, rreq.target)
             if route is not None:
@@ -760,6 +763,46 @@ class DsrEngine(RoutingEngine):
         )
         delay = self._rng.uniform(0, self.config.broadcast_jitter_ms / 1000)
         self._schedule(now + delay, _TIMER_BCAST, fwd)
+
+    # ------------------------------------------------------------------ extension points
+    # Small named hooks where a DSR-based protocol (SMR, engines/smr.py) differs; the
+    # defaults are RFC 4728's behaviour.
+    def _route_for(self, now: float, dst: IPv4Address) -> Path | None:
+        """The route this node's own packets to ``dst`` take (8.1.3: the cache)."""
+        return self.cache.lookup(now, dst)
+
+    def _request_seen(
+        self, now: float, init: IPv4Address, ident: int, prev: IPv4Address, hops: int
+    ) -> bool:
+        """True if this (initiator, id) request is a duplicate not to be forwarded
+        (8.2.2); else remember it. ``prev`` sent this copy, ``hops`` = recorded hops."""
+        seen = self._request_table.get(init)
+        if seen is not None and ident in seen:
+            return True
+        self._remember_request(init, ident)
+        return False
+
+    def _target_request(
+        self, now: float, init: IPv4Address, addrs: tuple[IPv4Address, ...]
+    ) -> None:
+        """A request for this node arrived over ``addrs`` (8.2.4: reply to each copy)."""
+        self._reply(now, init, (*addrs, self.address), tuple(reversed(addrs)))
+
+    def _reply_received(self, now: float, route: Path, fresh: float) -> None:
+        """A Route Reply addressed to this node brought ``route`` (route[0] is this
+        node), before the cache learns it; ``fresh`` as in :meth:`_unheld_prefix`."""
+
+    def _links_cut(self, now: float, a: IPv4Address, b: IPv4Address, reason: str) -> None:
+        """Link a-b was cut from the cache (8.3.5; ``reason`` as in RouteDown)."""
+
+    def link_predicted_to_fail(self, now: float, neighbour: IPv4Address) -> bool:
+        """A failure prediction (Atra) says the link to ``neighbour`` will break soon.
+
+        Plain DSR has no second route to move to: False (nothing done). SMR moves
+        its primaries through ``neighbour`` to their backups and returns True if it did.
+        """
+        self._now = now
+        return False
 
     def _remember_request(self, init: IPv4Address, ident: int) -> None:
         table = self._request_table
@@ -910,7 +953,7 @@ class DsrEngine(RoutingEngine):
                 self.counters["malformed"] += 1
         elfn = failed[3] if failed is not None else {}
         self._hold_link(now, self.address, neighbour, local=True)
-        lost = self._purge_link(now, self.address, neighbour)
+        lost = self._purge_link(now, self.address, neighbour, reason)
         if lost:
             self.counters["link-breaks"] += 1
         for dst in sorted(lost):
@@ -928,12 +971,13 @@ class DsrEngine(RoutingEngine):
             self._maintain(now, neighbour, packet, failed)
 
     def _purge_link(
-        self, now: float, a: IPv4Address, b: IPv4Address
+        self, now: float, a: IPv4Address, b: IPv4Address, reason: str = "link-broken"
     ) -> dict[IPv4Address, IPv4Address]:
         """Cut the link a-b from the cache; the destinations left without any route,
         each with the next hop it had."""
         before = self.cache.destinations(now)
         cut = self.cache.remove_link(a, b)
+        self._links_cut(now, a, b, reason)
         if not cut:
             return {}
         lost = before - self.cache.destinations(now)
@@ -1051,7 +1095,7 @@ class DsrEngine(RoutingEngine):
             return
         if err.error_src != self.address:
             self._hold_link(now, err.error_src, bad, local=False)
-        lost = self._purge_link(now, err.error_src, bad)
+        lost = self._purge_link(now, err.error_src, bad, "rerr")
         if err.error_dst != self.address:
             return
         for dst, next_hop in sorted(lost.items()):
