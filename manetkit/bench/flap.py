@@ -12,6 +12,11 @@ each mode (plain = no proxy at all; fixed-rto, elfn, bus = ``lab up --proxy MODE
 * integrity: the received bytes are a prefix of the sent stream (SHA-256), and the
   sender saw no error.
 
+``--breaks 3,10,30`` runs one window per break length instead (``--count`` breaks each,
+the default 12 s of link-up between and after them): long breaks are where plain TCP's
+RTO back-off hurts (Holland & Vaidya section 5). ``--capture`` keeps tcpdump captures of
+n1's and n4's mesh interface beside the logs (docs/proxy.md reads one).
+
 The sender and receiver are this module (``python -m manetkit.bench.flap send|recv``),
 run inside the nodes: the stream is deterministic, so the received prefix is checked
 without waiting for the proxies to drain their buffers. A fresh lab per mode, always
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -219,8 +225,62 @@ def _medium_link(lab: str, state: str) -> None:
         raise UserError(f"medium refused link {state}: {reply}")
 
 
-def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
+@dataclass(frozen=True)
+class Schedule:
+    """One window: the link is down ``down`` s every ``period`` s, first at ``first``."""
+
+    down: float
+    period: float
+    first: float
+    duration: float
+    warmup: float
+
+
+def schedules(args: argparse.Namespace) -> list[Schedule]:
+    """The default window, or with ``--breaks B1,B2,..`` one window per break length:
+    ``--count`` breaks of B s each, with the same link-up time between them as the
+    default (``--period`` - ``--down``) and after the last one."""
+    if not args.breaks:
+        return [Schedule(args.down, args.period, args.first, args.duration, args.warmup)]
+    try:
+        lengths = [float(b) for b in args.breaks.split(",") if b.strip()]
+    except ValueError:
+        raise UserError(f"--breaks: {args.breaks!r} is not a list of seconds (3,10,30)") from None
+    if not lengths or min(lengths) <= 0:
+        raise UserError("--breaks: give positive break lengths in seconds, e.g. 3,10,30")
+    if args.count < 1:
+        raise UserError("--count: at least one break per length")
+    up = args.period - args.down
+    if up <= 0:
+        raise UserError("--period must be longer than --down (the link-up time between breaks)")
+    return [
+        Schedule(b, b + up, args.first, args.first + args.count * (b + up), args.warmup)
+        for b in lengths
+    ]
+
+
+class Capture:
+    """tcpdump on a node's mesh interface (``--capture``): the packets behind a recovery
+    time, read with tshark afterwards (docs/proxy.md shows how)."""
+
+    def __init__(self, lab: str, node: str, out: Path) -> None:
+        argv = ["ip", "netns", "exec", paths.netns_name(lab, node), "tcpdump", "-i", "mesh0",
+                "-n", "-s", "128", "-U", "-w", str(out), "tcp"]  # fmt: skip
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Schedule) -> dict:
     lab = f"flap{os.getpid() % 1000}{idx}"
+    tag = mode if not args.breaks else f"{mode}-{sch.down:g}s"
     overrides = {"stack": "dsr", "proxy": "none" if mode == "plain" else mode}
     overrides["radio.rate_mbps"] = str(args.rate)
     for kv in args.set or []:
@@ -228,10 +288,13 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
         overrides[k] = v
     nodes.down(lab)
     recorder: EventRecorder | None = None
+    captures: list[Capture] = []
     try:
         nodes.up(SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
-        recorder = EventRecorder(lab, ["n1", "n2", "n3", "n4"], work / f"{mode}-events.jsonl")
-        rx, tx = work / f"{mode}-recv.json", work / f"{mode}-send.json"
+        recorder = EventRecorder(lab, ["n1", "n2", "n3", "n4"], work / f"{tag}-events.jsonl")
+        if args.capture:
+            captures = [Capture(lab, n, work / f"{tag}-{n}.pcap") for n in (SRC, DST)]
+        rx, tx = work / f"{tag}-recv.json", work / f"{tag}-send.json"
         for f in (rx, tx, rx.with_suffix(".first")):
             f.unlink(missing_ok=True)
         r = _ns_python(lab, DST, "recv", "--port", str(PORT), "--out", str(rx))
@@ -244,19 +307,19 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
             if time.monotonic() > deadline or r.poll() is not None or s.poll() is not None:
                 raise UserError(f"{mode}: the transfer n1 -> n4 did not start within 60 s")
             time.sleep(0.1)
-        t0 = time.monotonic() + args.warmup
-        t1 = t0 + args.duration
+        t0 = time.monotonic() + sch.warmup
+        t1 = t0 + sch.duration
         downs, ups, ups_wall = [], [], []
-        t = t0 + args.first
-        while t + args.down <= t1:
+        t = t0 + sch.first
+        while t + sch.down <= t1:
             time.sleep(max(0.0, t - time.monotonic()))
             _medium_link(lab, "down")
             downs.append(time.monotonic())
-            time.sleep(max(0.0, t + args.down - time.monotonic()))
+            time.sleep(max(0.0, t + sch.down - time.monotonic()))
             _medium_link(lab, "auto")
             ups.append(time.monotonic())
             ups_wall.append(time.time())
-            t += args.period
+            t += sch.period
         time.sleep(max(0.0, t1 - time.monotonic()))
         for p in (r, s):
             p.send_signal(signal.SIGTERM)
@@ -269,10 +332,12 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
         rres = json.loads(rx.read_text()) if rx.exists() else {"bytes": 0, "samples": []}
         sres = json.loads(tx.read_text()) if tx.exists() else {"sent": 0, "error": "no result"}
     finally:
+        for c in captures:
+            c.stop()
         if recorder is not None:
             recorder.close()
         # the daemons' and proxies' logs outlive the lab: why a recovery took so long
-        logs = work / f"{mode}-logs"
+        logs = work / f"{tag}-logs"
         shutil.rmtree(logs, ignore_errors=True)
         if paths.logs_dir(lab).is_dir():
             shutil.copytree(paths.logs_dir(lab), logs, dirs_exist_ok=True)
@@ -283,6 +348,9 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int) -> dict:
     intact = rres.get("bytes", 0) > 0 and rres.get("sha256") == stream_sha256(rres["bytes"])
     return {
         "mode": mode,
+        "down_s": sch.down,
+        "period_s": sch.period,
+        "duration_s": sch.duration,
         "goodput_kbps": round(goodput_kbps(samples, t0, t1), 1),
         "bytes_received": rres.get("bytes", 0),
         "bytes_sent": sres.get("sent", 0),
@@ -302,17 +370,19 @@ def run(args: argparse.Namespace) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         raise UserError(f"--modes: unknown {', '.join(bad) or '(empty)'} (use {', '.join(MODES)})")
-    if args.duration < args.first + args.down:
+    if not args.breaks and args.duration < args.first + args.down:
         raise UserError("--duration: too short for one break (needs --first + --down)")
+    plan = schedules(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = out / "flap-runs"
     work.mkdir(exist_ok=True)
     results = []
-    for i, mode in enumerate(modes):
-        console.print(f"[bold]{mode}[/]: {args.duration:g} s, link n2-n3 down {args.down:g} s "
-                      f"every {args.period:g} s ...")  # fmt: skip
-        results.append(run_mode(mode, args, work, i))
+    for j, sch in enumerate(plan):
+        for i, mode in enumerate(modes):
+            console.print(f"[bold]{mode}[/]: {sch.duration:g} s, link n2-n3 down {sch.down:g} s "
+                          f"every {sch.period:g} s ...")  # fmt: skip
+            results.append(run_mode(mode, args, work, j * len(modes) + i, sch))
     doc = {
         "bench": "flap",
         "chain": "chain-4 (3 hops), DSR",
@@ -321,18 +391,24 @@ def run(args: argparse.Namespace) -> int:
         "down_s": args.down,
         "period_s": args.period,
         "first_break_s": args.first,
+        "breaks_s": [sch.down for sch in plan] if args.breaks else None,
+        "breaks_per_length": args.count if args.breaks else None,
         "results": results,
     }
     (out / "flap.json").write_text(json.dumps(doc, indent=2) + "\n")
+    title = (f"bench flap: 3 hops, {args.rate:g} Mbit/s, " + (
+        f"breaks of {args.breaks} s ({args.count} each, {args.period - args.down:g} s up)"
+        if args.breaks else
+        f"{args.down:g} s down every {args.period:g} s, {args.duration:g} s"))  # fmt: skip
     t = Table(
-        "mode", "goodput kbit/s", "intact", "app error", "breaks", "recovery s (each)",
-        title=f"bench flap: 3 hops, {args.rate:g} Mbit/s, {args.down:g} s down every "
-        f"{args.period:g} s, {args.duration:g} s",
+        "break s", "mode", "goodput kbit/s", "intact", "app error", "breaks",
+        "recovery s (each)", title=title,
     )  # fmt: skip
     for r in results:
         each = " ".join("-" if x is None else f"{x:.2f}" for x in r["recovery_s"])
         mean = "-" if r["recovery_mean_s"] is None else f"{r['recovery_mean_s']:.2f}"
         t.add_row(
+            f"{r['down_s']:g}",
             r["mode"],
             f"{r['goodput_kbps']:.0f}",
             "yes" if r["intact"] else "[red]NO[/]",
@@ -357,6 +433,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warmup", type=float, default=4.0, help="seconds from first byte to the window (4)"
     )
+    parser.add_argument(
+        "--breaks", default=None, metavar="S1,S2,..",
+        help="one window per break length, e.g. 3,10,30 (--count breaks each, "
+        "--period - --down s up between)",
+    )  # fmt: skip
+    parser.add_argument("--count", type=int, default=2, help="--breaks: breaks per length (2)")
+    parser.add_argument(
+        "--capture", action="store_true",
+        help="tcpdump n1's and n4's mesh0 into flap-runs/MODE-nI.pcap",
+    )  # fmt: skip
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="scenario override")
     parser.set_defaults(func=run)
 

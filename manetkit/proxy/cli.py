@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _serve(cfg) -> None:  # type: ignore[no-untyped-def]
-    from manetkit.proxy.shell import run
+    from manetkit.proxy.server import run
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -40,6 +40,11 @@ class ProxyConfig(_Strict):
     transparent_source: bool = Field(
         True, description="server sees the client's mesh address (IP_TRANSPARENT)"
     )
+    allow_local: bool = Field(
+        False,
+        description="peers may ask for this host's loopback and other local addresses "
+        "outside mesh_prefix (off: only mesh_prefix destinations)",
+    )
     client_interfaces: tuple[str, ...] = Field(
         (), description="also intercept TCP forwarded in from these interfaces (prerouting)"
     )

@@ -1,4 +1,4 @@
-"""Per-destination modes: the mesh leg's socket knobs and the freeze/probe/resume policy.
+"""Per-destination modes: the mesh leg's socket knobs and the kernel's view of it.
 
 * ``plain``: not intercepted at all (nft returns before the redirect).
 * ``fixed-rto`` (Reno-F, Dyer & Boppana section II): the kernel keeps retransmitting at
@@ -6,20 +6,10 @@
   the route; always paired with TCP_USER_TIMEOUT >= the partition timeout, otherwise the
   kernel gives up after ~15 retries at the cap. TCP_THIN_LINEAR_TIMEOUTS only with
   reno/cubic (the config refuses it otherwise: it never fires under BBR).
-* ``elfn`` (Holland & Vaidya section 6): on route-down for the session's flow the
-  sender stops (FROZEN) and probes every probe interval (fixed 2 s, the paper's best, or
-  RTT-based, its suggested improvement); route-up or a probe answer resumes. A kernel
-  connection that has backed off would wait out its RTO before sending anything, so
-  it is replaced with a fresh one and the session RESUMEs on it.
-* ``bus`` (TCP-BuS, Kim, Toh & Choi section IV): freeze on ERDN; on ERSN resume, and
-  if the kernel connection has backed off, replace it so that RESUME retransmits only
-  the range the receiver is missing. No ERSN within ``bus_wait``: probe like elfn.
-
-Events consumed from the daemon's event socket (JSON lines):
-  {"event":"route-down","dst":D,"src":S,"sport":P,"dport":Q,"seq":N,...}
-  {"event":"route-up","dst":D,"hops":H}
-  {"event":"erdn","dst":D,"src":S,"sport":P,"dport":Q,"seq":ERDN_GEN_SEQ,"pivot":A}
-  {"event":"ersn","dst":D,"src":S,"sport":P,"dport":Q,"last_ack":N,"pivot":A}
+* ``elfn`` and ``bus``: plain sockets here; their freeze / probe / thaw decisions are the
+  sans-I/O :mod:`manetkit.proxy.policy` (Holland & Vaidya section 6; Kim, Toh & Choi
+  section IV), fed with :func:`tcp_info` (has the kernel connection backed off?) and the
+  daemon's typed events (:mod:`manetkit.events`).
 """
 
 from __future__ import annotations
@@ -100,28 +90,6 @@ def apply_leg_options(sock: socket.socket, mode: str, cfg: ProxyConfig) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1)
 
 
-def probe_interval(cfg: ProxyConfig, info: TcpInfo | None) -> float:
-    """ELFN probe period: fixed (2 s was best in the paper) or 4 x RTT, >= 0.2 s."""
-    if cfg.probe == "rtt" and info is not None and info.rtt_ms > 0:
-        return max(0.2, 4 * info.rtt_ms / 1000)
-    return cfg.probe_interval
-
-
 def backed_off(info: TcpInfo | None) -> bool:
     """The kernel is waiting out a (doubled) RTO: replacing the connection is faster."""
     return info is not None and (info.backoff > 0 or info.retransmits > 0)
-
-
-def flow_matches(ev: dict[str, Any], peer: str, local: tuple[str, int], remote_port: int) -> bool:
-    """Does a route-down / erdn / ersn event concern this session's mesh leg?
-
-    The failed packet may be ours (src = us) or the peer's (dst = us, e.g. our ACKs);
-    without ports the event concerns every flow to that destination."""
-    dst, src = ev.get("dst"), ev.get("src")
-    if peer not in (dst, src):
-        return False
-    sport, dport = ev.get("sport"), ev.get("dport")
-    if sport is None or dport is None:
-        return True
-    lport = local[1]
-    return (sport, dport) in ((lport, remote_port), (remote_port, lport))

@@ -10,9 +10,10 @@ new transport (epoch + 1) both sides send RESUME with the offset they have deliv
 the sender replays from the peer's offset and the receiver drops what it already has.
 An explicit FIN(final offset) means a dead transport is never read as end of stream.
 
-Inputs (all stamped with ``now``, monotonic seconds):
+Inputs (``now``, monotonic seconds, first after self, as in the routing engines):
   app_data, app_eof, transport_data, transport_lost, new_transport, handle_timer,
-  freeze / probe / thaw (the mode policy's ELFN and TCP-BuS decisions), reset.
+  freeze / probe / thaw (the decisions of :mod:`manetkit.proxy.policy`), reset.
+Randomness (session ids, probe nonces) comes from the injected ``token_bytes``.
 Outputs:
   data_to_send()  bytes for the current transport
   next_event()    DeliverData, AppEof, Frozen, Resumed, Closed
@@ -25,8 +26,8 @@ RESUME), CLOSED. A refused transition raises :class:`SessionStateError` naming i
 
 from __future__ import annotations
 
-import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from ipaddress import IPv4Address, IPv6Address
@@ -114,6 +115,8 @@ class Session:
         config: SessionConfig | None = None,
         dst: tuple[IPv4Address | IPv6Address, int] | None = None,
         mode: str = "elfn",
+        *,
+        token_bytes: Callable[[int], bytes],
     ) -> None:
         if len(sid) != fr.SID_LEN:
             raise ValueError("session id must be 16 bytes")
@@ -122,6 +125,7 @@ class Session:
         self.cfg = config or SessionConfig()
         self.dst = dst
         self.mode = mode
+        self._token_bytes = token_bytes  # injected randomness: probe nonces
         self.state = State.RESUMING  # until the first transport is attached
         self.epoch = 0
         self._ever_attached = False
@@ -165,9 +169,14 @@ class Session:
         dst: tuple[IPv4Address | IPv6Address, int],
         mode: str,
         config: SessionConfig | None = None,
+        *,
+        token_bytes: Callable[[int], bytes],
     ) -> Session:
-        """A new session with a random 128-bit id, for the client side's proxy."""
-        return cls(Role.INITIATOR, os.urandom(fr.SID_LEN), now, config, dst, mode)
+        """A new session for the client side's proxy, its id 128 bits from
+        ``token_bytes`` (the shell passes :func:`secrets.token_bytes`: the acceptor lets
+        only the peer that opened a session resume it, and the id must be unguessable)."""
+        sid = token_bytes(fr.SID_LEN)
+        return cls(Role.INITIATOR, sid, now, config, dst, mode, token_bytes=token_bytes)
 
     # --- properties ----------------------------------------------------------------
 
@@ -189,7 +198,7 @@ class Session:
 
     # --- application inputs ------------------------------------------------------------
 
-    def app_data(self, data: bytes, now: float) -> None:
+    def app_data(self, now: float, data: bytes) -> None:
         if self.state is State.CLOSED:
             raise SessionStateError("app_data", self.state)
         if self._fin_requested:
@@ -205,7 +214,7 @@ class Session:
         self._fin_requested = True
         self._pump(now)
 
-    def reset(self, reason: str, now: float) -> None:
+    def reset(self, now: float, reason: str) -> None:
         """Give up (app reset, partition timeout): RESET to the peer, CLOSED locally."""
         if self.state is State.CLOSED:
             return
@@ -275,7 +284,7 @@ class Session:
         else:
             self.transport_lost(now)
 
-    def transport_data(self, data: bytes | memoryview, now: float) -> None:
+    def transport_data(self, now: float, data: bytes | memoryview) -> None:
         if self.state is State.CLOSED:
             return  # late bytes after a reset or a clean close are meaningless
         if not self._has_transport:
@@ -286,17 +295,17 @@ class Session:
                 frame = self._reader.next_frame()
             except fr.MalformedFrame as exc:
                 self.malformed += 1
-                self.reset(f"malformed frame: {exc}", now)
+                self.reset(now, f"malformed frame: {exc}")
                 return
             if frame is None:
                 break
             self._last_heard = now
-            self._handle(frame, now)
+            self._handle(now, frame)
         self._maybe_ack(now)
 
     # --- mode policy inputs (ELFN, TCP-BuS) ---------------------------------------------
 
-    def freeze(self, why: str, now: float) -> None:
+    def freeze(self, now: float, why: str) -> None:
         """Route reported down: stop sending data (ACKs and probes still go out)."""
         if self.state in (State.FROZEN, State.PROBING):
             return
@@ -309,13 +318,13 @@ class Session:
         """Send a PROBE on the current transport; its PROBE_ACK thaws the session."""
         if self.state not in (State.FROZEN, State.PROBING) or not self._has_transport:
             raise SessionStateError("probe", self.state)
-        self._probe_nonce = int.from_bytes(os.urandom(8), "big")
+        self._probe_nonce = int.from_bytes(self._token_bytes(8), "big")
         self.probes += 1
         self._out += fr.pack_probe(self._probe_nonce)
         self._last_sent = now
         self.state = State.PROBING
 
-    def thaw(self, how: str, now: float) -> None:
+    def thaw(self, now: float, how: str) -> None:
         """Route back (route-up, ERSN): send again."""
         if self.state not in (State.FROZEN, State.PROBING):
             raise SessionStateError("thaw", self.state)
@@ -351,9 +360,9 @@ class Session:
             return
         if self._stalled() and now >= self._last_heard + self.cfg.partition_timeout:
             self.reset(
+                now,
                 f"partition timeout: no word from the peer for "
                 f"{now - self._last_heard:.1f}s (state {self.state.value})",
-                now,
             )
             return
         if not self._can_talk():
@@ -387,22 +396,22 @@ class Session:
         self._ack_deadline = None
         self._events.append(Closed(reason, clean))
 
-    def _protocol_error(self, why: str, now: float) -> None:
+    def _protocol_error(self, now: float, why: str) -> None:
         self.malformed += 1
-        self.reset(f"protocol error: {why}", now)
+        self.reset(now, f"protocol error: {why}")
 
-    def _handle(self, frame: fr.Frame, now: float) -> None:
+    def _handle(self, now: float, frame: fr.Frame) -> None:
         if self._awaiting_hello and not isinstance(frame, fr.Open | fr.Resume):
-            self._protocol_error(f"{type(frame).__name__} before OPEN/RESUME", now)
+            self._protocol_error(now, f"{type(frame).__name__} before OPEN/RESUME")
             return
         if isinstance(frame, fr.Data):
-            self._on_data(frame, now)
+            self._on_data(now, frame)
         elif isinstance(frame, fr.Ack):
-            self._on_peer_delivered(frame.delivered, frame.fin_seen, now)
+            self._on_peer_delivered(now, frame.delivered, frame.fin_seen)
         elif isinstance(frame, fr.Resume | fr.Open):
-            self._on_hello(frame, now)
+            self._on_hello(now, frame)
         elif isinstance(frame, fr.Fin):
-            self._on_fin(frame.final, now)
+            self._on_fin(now, frame.final)
         elif isinstance(frame, fr.Reset):
             self._close(f"peer reset: {frame.reason}", clean=False)
         elif isinstance(frame, fr.Probe):
@@ -410,19 +419,19 @@ class Session:
             self._last_sent = now
         elif isinstance(frame, fr.ProbeAck):
             if self.state is State.PROBING and frame.nonce == self._probe_nonce:
-                self.thaw("probe", now)
+                self.thaw(now, "probe")
         else:
             self.unknown_frames += 1
 
-    def _on_hello(self, frame: fr.Open | fr.Resume, now: float) -> None:
+    def _on_hello(self, now: float, frame: fr.Open | fr.Resume) -> None:
         if frame.sid != self.sid:
-            self._protocol_error("hello for another session", now)
+            self._protocol_error(now, "hello for another session")
             return
         peer_delivered = frame.delivered if isinstance(frame, fr.Resume) else 0
         peer_fin = frame.fin_seen if isinstance(frame, fr.Resume) else False
         if self.role is Role.ACCEPTOR:
             if not self._awaiting_hello:
-                self._protocol_error("second hello on one transport", now)
+                self._protocol_error(now, "second hello on one transport")
                 return
             if not self.accepts_hello(frame):
                 raise StaleTransport(f"epoch {frame.epoch} <= {self.epoch}")
@@ -430,7 +439,7 @@ class Session:
             self._hello_seen = True
             self._awaiting_hello = False
             self.epoch = frame.epoch
-            if not self._apply_resume(peer_delivered, peer_fin, now, rewind=True):
+            if not self._apply_resume(now, peer_delivered, peer_fin, rewind=True):
                 return
             self._send_hello_reply(now)
             self.state = State.FLOWING
@@ -441,11 +450,11 @@ class Session:
             return
         # initiator: the acceptor's answer to our OPEN or RESUME
         if isinstance(frame, fr.Open) or frame.epoch != self.epoch:
-            self._protocol_error(f"unexpected hello (epoch {frame.epoch})", now)
+            self._protocol_error(now, f"unexpected hello (epoch {frame.epoch})")
             return
         was_resuming = self.state is State.RESUMING
         self._confirmed = True
-        if not self._apply_resume(peer_delivered, peer_fin, now, rewind=was_resuming):
+        if not self._apply_resume(now, peer_delivered, peer_fin, rewind=was_resuming):
             return
         if was_resuming:
             self.resumes += 1
@@ -458,7 +467,7 @@ class Session:
         self._acked_out = self.delivered
         self._last_sent = now
 
-    def _apply_resume(self, peer_delivered: int, peer_fin: bool, now: float, rewind: bool) -> bool:
+    def _apply_resume(self, now: float, peer_delivered: int, peer_fin: bool, rewind: bool) -> bool:
         """The peer's delivered offset: everything below is settled; on a new transport
         (``rewind``) the rest is replayed from there."""
         if peer_delivered < self.acked or peer_delivered > self.sent_high:
@@ -481,24 +490,24 @@ class Session:
             self._fin_acked = True
             self._maybe_done()
 
-    def _on_peer_delivered(self, delivered: int, fin_seen: bool, now: float) -> None:
+    def _on_peer_delivered(self, now: float, delivered: int, fin_seen: bool) -> None:
         if delivered > self.sent_high:
-            self._protocol_error(f"ACK {delivered} beyond sent {self.sent_high}", now)
+            self._protocol_error(now, f"ACK {delivered} beyond sent {self.sent_high}")
             return
         if delivered < self.acked:
             return  # duplicate or reordered acknowledgement: nothing new
         if fin_seen and not self._fin_requested:
-            self._protocol_error("FIN acknowledged before it was sent", now)
+            self._protocol_error(now, "FIN acknowledged before it was sent")
             return
         self._settle(delivered, fin_seen)
 
-    def _on_data(self, frame: fr.Data, now: float) -> None:
+    def _on_data(self, now: float, frame: fr.Data) -> None:
         end = frame.offset + len(frame.payload)
         if frame.offset > self.delivered:
-            self._protocol_error(f"DATA at {frame.offset} leaves a gap after {self.delivered}", now)
+            self._protocol_error(now, f"DATA at {frame.offset} leaves a gap after {self.delivered}")
             return
         if self._peer_final is not None and end > self._peer_final:
-            self._protocol_error(f"DATA to {end} beyond FIN {self._peer_final}", now)
+            self._protocol_error(now, f"DATA to {end} beyond FIN {self._peer_final}")
             return
         if end <= self.delivered:
             self.duplicate_bytes += len(frame.payload)
@@ -509,12 +518,12 @@ class Session:
         self.delivered = end
         self._check_eof()
 
-    def _on_fin(self, final: int, now: float) -> None:
+    def _on_fin(self, now: float, final: int) -> None:
         if self._peer_final is not None and final != self._peer_final:
-            self._protocol_error(f"FIN moved from {self._peer_final} to {final}", now)
+            self._protocol_error(now, f"FIN moved from {self._peer_final} to {final}")
             return
         if final < self.delivered:
-            self._protocol_error(f"FIN at {final} before delivered {self.delivered}", now)
+            self._protocol_error(now, f"FIN at {final} before delivered {self.delivered}")
             return
         self._peer_final = final
         self._check_eof()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from manetkit.events import Event, to_wire
 from manetkit.jsonlines import request
 
 CLIENT_IP = "10.42.1.1"
@@ -74,8 +75,9 @@ class FakeDaemon:
         with self.lock:
             return bool(self.clients)
 
-    def emit(self, event: str, **fields: object) -> None:
-        line = (json.dumps({"event": event, "time": time.time(), **fields}) + "\n").encode()
+    def emit(self, event: Event) -> None:
+        """Send a typed event (manetkit.events), as the daemon's event socket does."""
+        line = (json.dumps(to_wire(event)) + "\n").encode()
         with self.lock:
             for c in self.clients:
                 with contextlib.suppress(OSError):

@@ -7,6 +7,8 @@ flight when the transport is cut are lost, exactly as with a dead kernel connect
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from ipaddress import ip_address
 
 from manetkit.proxy import frames as fr
@@ -20,6 +22,11 @@ from manetkit.proxy.session import (
 )
 
 DST = (ip_address("10.42.0.5"), 8080)
+
+
+def tokens(seed: int = 0) -> Callable[[int], bytes]:
+    """Deterministic stand-in for secrets.token_bytes (session ids, probe nonces)."""
+    return random.Random(seed).randbytes
 
 
 def pattern(offset: int, n: int, salt: int) -> bytes:
@@ -48,12 +55,15 @@ class Side:
 
 
 class Pair:
-    def __init__(self, config: SessionConfig | None = None) -> None:
+    def __init__(self, config: SessionConfig | None = None, seed: int = 0) -> None:
         self.now = 0.0
         self.cfg = config or SessionConfig(partition_timeout=1e9)
         self.i = Side(salt=1)
         self.a = Side(salt=2)
-        self.i.session = Session.initiate(self.now, DST, "elfn", self.cfg)
+        self.tokens = tokens(seed)
+        self.i.session = Session.initiate(
+            self.now, DST, "elfn", self.cfg, token_bytes=self.tokens
+        )
         self.i2a = bytearray()
         self.a2i = bytearray()
         self.a_attached = False
@@ -86,7 +96,7 @@ class Pair:
         s = side.session
         if s is None or not s.can_accept_app_data():
             return
-        s.app_data(pattern(side.written, n, side.salt), self.now)
+        s.app_data(self.now, pattern(side.written, n, side.salt))
         side.written += n
         self._collect()
 
@@ -119,7 +129,9 @@ class Pair:
                 return
             if self.sa is None:
                 assert isinstance(hello, fr.Open)
-                self.a.session = Session(Role.ACCEPTOR, hello.sid, self.now, self.cfg)
+                self.a.session = Session(
+                    Role.ACCEPTOR, hello.sid, self.now, self.cfg, token_bytes=self.tokens
+                )
             elif not self.sa.accepts_hello(hello):
                 self.stale += 1
                 self.i2a.clear()
@@ -129,14 +141,14 @@ class Pair:
         chunk = bytes(self.i2a[:n])
         del self.i2a[:n]
         assert self.sa is not None
-        self.sa.transport_data(chunk, self.now)
+        self.sa.transport_data(self.now, chunk)
         self._collect()
 
     def deliver_a2i(self, n: int) -> None:
         if self.a2i:
             chunk = bytes(self.a2i[:n])
             del self.a2i[:n]
-            self.si.transport_data(chunk, self.now)
+            self.si.transport_data(self.now, chunk)
             self._collect()
         if not self.a2i and self.a_eof and self.si.state.value != "closed":
             self.a_eof = False
@@ -189,7 +201,7 @@ class Pair:
             for side in (self.i, self.a):
                 s = side.session
                 if s is not None and s.state.value in ("frozen", "probing"):
-                    s.thaw("test", self.now)
+                    s.thaw(self.now, "test")
                     self._collect()
             if not moved:
                 self.tick(0.05)

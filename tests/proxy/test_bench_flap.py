@@ -25,3 +25,24 @@ def test_goodput_counts_only_the_window() -> None:
 def test_recovery_is_the_first_byte_after_each_restoration() -> None:
     samples = [(1.0, 10), (2.0, 20), (7.5, 30), (8.0, 40)]
     assert recoveries(samples, [5.0, 7.9, 9.0], t1=10.0) == [2.5, 0.1, None]
+
+
+def test_breaks_give_one_window_per_length_with_the_default_up_time() -> None:
+    import argparse
+
+    import pytest
+
+    from manetkit.bench.flap import Schedule, register, schedules
+    from manetkit.errors import UserError
+
+    p = argparse.ArgumentParser()
+    register(p)
+    assert schedules(p.parse_args([])) == [Schedule(3.0, 15.0, 5.0, 60.0, 4.0)]
+    got = schedules(p.parse_args(["--breaks", "3,10,30", "--count", "2"]))
+    # 12 s up between breaks (15 - 3), two breaks, the window ends 12 s after the last
+    assert [(s.down, s.period, s.duration) for s in got] == [
+        (3.0, 15.0, 35.0), (10.0, 22.0, 49.0), (30.0, 42.0, 89.0)
+    ]
+    for bad in (["--breaks", "3,x"], ["--breaks", "0"], ["--breaks", "3", "--count", "0"]):
+        with pytest.raises(UserError, match="--breaks|--count"):
+            schedules(p.parse_args(bad))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 from ipaddress import IPv4Address
 
-from manetkit.daemon.events import EventServer
-from manetkit.events import RouteUp
+from manetkit.daemon.eventsocket import EventServer
+from manetkit.events import RouteDown, RouteUp
 from manetkit.proxy.config import ProxyConfig
+from manetkit.proxy.relay import Relay
+from manetkit.proxy.server import Proxy
 from manetkit.proxy.session import State
-from manetkit.proxy.shell import Proxy, Relay
 from tests.proxy.sim import Pair
 
 PEER = IPv4Address("10.42.0.5")
@@ -35,7 +36,8 @@ def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
         await srv.start()
         cfg = ProxyConfig(daemon_socket=tmp_path / "ev.sock", status_socket=tmp_path / "p.sock")
         proxy = Proxy(cfg)
-        events = asyncio.create_task(proxy._daemon_events())
+        assert proxy.daemon is not None
+        events = asyncio.create_task(proxy.daemon.run())
         relay = None
         try:
             async with asyncio.timeout(5):
@@ -45,25 +47,31 @@ def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
             p.write(p.i, 10)
             p.settle()
             relay = Relay(proxy, p.si, PEER)
-            # FLOWING: a probe timer that fires late does nothing.
-            relay.on_probe_timer()
+            # FLOWING: no probe is due, a timer that fires does nothing.
+            assert relay.policy.get_timer() is None
+            relay.on_timer()
             await asyncio.sleep(0.05)
-            assert not asked and proxy.counters["discover_requests"] == 0
-            p.si.freeze("route-down", p.now)
-            assert p.si.state is State.FROZEN
-            relay.on_probe_timer()
+            assert not asked and proxy.daemon.counters["discover_requests"] == 0
+            relay.on_route_event(RouteDown(dst=str(PEER), reason="link-broken"))
+            assert p.si.state is State.FROZEN and relay.policy.frozen_by == "route-down"
+            due = relay.policy.get_timer()
+            assert due is not None and relay.timer is not None  # one timer, armed for it
+            # the probe deadline passes (fed to the policy, no sleeping for it)
+            relay.policy.handle_timer(due, relay.leg_view())
+            relay.apply_policy()
             async with asyncio.timeout(2):
                 await got.wait()
-            assert asked == [PEER] and proxy.counters["discover_requests"] == 1
-            assert relay.probe_timer is not None  # still frozen: the next probe is due
+            assert asked == [PEER] and proxy.daemon.counters["discover_requests"] == 1
+            nxt = relay.policy.get_timer()
+            assert nxt is not None and nxt > due  # still frozen: the next probe is due
             # The daemon's reply is not an event: the subscription keeps working.
             srv.publish(RouteUp(dst="10.42.0.77", next_hop="10.42.0.2", hops=2))
             async with asyncio.timeout(2):
-                while proxy.counters["route_events"] == 0:
+                while proxy.daemon.counters["route_events"] == 0:
                     await asyncio.sleep(0.01)
         finally:
-            if relay is not None:
-                relay.cancel_probe()
+            if relay is not None and relay.timer is not None:
+                relay.timer.cancel()
             events.cancel()
             await asyncio.gather(events, return_exceptions=True)
             await srv.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from manetkit import events as ev
 from tests.proxy.httpd import body
 from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, sh, wait_for
 
@@ -103,7 +104,35 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-EVENTS = {"elfn": ("route-down", "route-up"), "bus": ("erdn", "ersn")}
+def leg_ports(c: Chain, ns: str) -> tuple[int, int] | None:
+    """(local, remote) port of the mesh leg of the one session in ``ns``'s proxy."""
+    sessions = c.status(ns)["sessions"]
+    leg = sessions[0]["leg"] if sessions else None
+    return (leg["local_port"], leg["remote_port"]) if leg else None
+
+
+def emit_break(c: Chain, mode: str) -> None:
+    """What each side's daemon reports when the route breaks: ELFN's route-down (Holland
+    & Vaidya section 4) or TCP-BuS's ERDN (Kim, Toh & Choi IV-B) for the session's flow."""
+    for ns, me, peer, pivot in ((c.client, CLIENT_IP, SERVER_IP, "10.42.1.2"),
+                                (c.server, SERVER_IP, CLIENT_IP, "10.42.2.2")):  # fmt: skip
+        if mode == "elfn":
+            c.daemons[ns].emit(ev.RouteDown(dst=peer, src=me, reason="link-broken"))
+            continue
+        ports = wait_for(lambda ns=ns: leg_ports(c, ns), 5, f"the session's leg in {ns}")
+        c.daemons[ns].emit(ev.Erdn(dst=peer, src=me, sport=ports[0], dport=ports[1], seq=0,
+                                   pivot=pivot))  # fmt: skip
+
+
+def emit_repair(c: Chain, mode: str) -> None:
+    for ns, me, peer, pivot in ((c.client, CLIENT_IP, SERVER_IP, "10.42.1.2"),
+                                (c.server, SERVER_IP, CLIENT_IP, "10.42.2.2")):  # fmt: skip
+        if mode == "elfn":
+            c.daemons[ns].emit(ev.RouteUp(dst=peer, next_hop=pivot, hops=2))
+            continue
+        ports = leg_ports(c, ns) or (0, 0)
+        c.daemons[ns].emit(ev.Ersn(dst=peer, src=me, sport=ports[0], dport=ports[1],
+                                   last_ack=0, pivot=pivot))  # fmt: skip
 
 
 @pytest.mark.parametrize("mode", ["plain", "fixed-rto", "elfn", "bus"])
@@ -114,15 +143,12 @@ def test_10mb_survives_a_5s_break(proxies, mode: str, tmp_path: Path) -> None:  
     proc = curl(c, size, out, "--limit-rate", "5M")
     time.sleep(0.7)  # mid-transfer (2 s at the limited rate)
     c.break_route()
-    down, up = EVENTS.get(mode, (None, None))
-    if down:
-        c.daemons[c.client].emit(down, dst=SERVER_IP, src=CLIENT_IP, pivot="10.42.1.2")
-        c.daemons[c.server].emit(down, dst=CLIENT_IP, src=SERVER_IP, pivot="10.42.2.2")
+    if mode in ("elfn", "bus"):
+        emit_break(c, mode)
     time.sleep(5)
     c.restore_route()
-    if up:
-        c.daemons[c.client].emit(up, dst=SERVER_IP, hops=2, last_ack=0)
-        c.daemons[c.server].emit(up, dst=CLIENT_IP, hops=2, last_ack=0)
+    if mode in ("elfn", "bus"):
+        emit_repair(c, mode)
     code, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and code == "200", err
     assert sha(out.read_bytes()) == sha(body(size))

@@ -15,7 +15,7 @@ from manetkit.proxy.session import (
     SessionStateError,
     State,
 )
-from tests.proxy.sim import DST, Pair, pattern
+from tests.proxy.sim import DST, Pair, pattern, tokens
 
 
 def expected(side_written: int, salt: int) -> bytes:
@@ -78,23 +78,23 @@ def test_resume_replays_exactly_the_missing_range() -> None:
 
 
 def test_duplicate_and_reordered_acks_are_harmless() -> None:
-    s = Session.initiate(0.0, DST, "elfn")
+    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
     s.new_transport(0.0)
-    s.app_data(b"x" * 100, 0.0)
+    s.app_data(0.0, b"x" * 100)
     s.data_to_send()
-    s.transport_data(fr.pack_resume(s.sid, 0, 0, False), 0.0)
-    s.transport_data(fr.pack_ack(60, False) + fr.pack_ack(30, False) + fr.pack_ack(60, False), 0.0)
+    s.transport_data(0.0, fr.pack_resume(s.sid, 0, 0, False))
+    s.transport_data(0.0, fr.pack_ack(60, False) + fr.pack_ack(30, False) + fr.pack_ack(60, False))
     assert s.acked == 60 and s.replay_bytes == 40 and s.state is State.FLOWING
-    s.transport_data(fr.pack_ack(100, False) + fr.pack_ack(0, False), 0.0)
+    s.transport_data(0.0, fr.pack_ack(100, False) + fr.pack_ack(0, False))
     assert s.acked == 100 and s.replay_bytes == 0
 
 
 def test_ack_beyond_sent_is_a_protocol_error() -> None:
-    s = Session.initiate(0.0, DST, "elfn")
+    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
     s.new_transport(0.0)
-    s.app_data(b"x" * 10, 0.0)
+    s.app_data(0.0, b"x" * 10)
     s.data_to_send()
-    s.transport_data(fr.pack_ack(11, False), 0.0)
+    s.transport_data(0.0, fr.pack_ack(11, False))
     assert s.state is State.CLOSED and s.malformed == 1
     ev = s.next_event()
     assert isinstance(ev, Closed) and not ev.clean and "beyond sent" in ev.reason
@@ -150,23 +150,23 @@ def test_back_pressure_when_the_replay_buffer_is_full() -> None:
 
 
 def test_refused_transitions_name_themselves() -> None:
-    s = Session.initiate(0.0, DST, "elfn")
+    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
     s.new_transport(0.0)
     with pytest.raises(SessionStateError, match="refused thaw in state FLOWING"):
-        s.thaw("route-up", 0.0)
+        s.thaw(0.0, "route-up")
     s.transport_lost(0.0)
     with pytest.raises(SessionStateError, match="refused freeze in state RESUMING"):
-        s.freeze("route-down", 0.0)
-    s.reset("test", 0.0)
+        s.freeze(0.0, "route-down")
+    s.reset(0.0, "test")
     with pytest.raises(SessionStateError, match="refused app_data in state CLOSED"):
-        s.app_data(b"x", 0.0)
+        s.app_data(0.0, b"x")
 
 
 def test_elfn_freeze_holds_data_and_probe_thaws() -> None:
     p = Pair()
     p.write(p.i, 10)
     p.settle()
-    p.si.freeze("route-down", p.now)
+    p.si.freeze(p.now, "route-down")
     p.write(p.i, 1000)
     assert fr.FrameType.DATA not in p.i2a[:1]  # nothing but maybe ACKs
     assert p.si.sent == 10
@@ -211,9 +211,9 @@ def test_idle_session_is_not_timed_out_by_a_quiet_peer() -> None:
 
 
 def test_malformed_length_is_counted_and_resets() -> None:
-    s = Session(Role.ACCEPTOR, b"\x01" * 16, 0.0)
+    s = Session(Role.ACCEPTOR, b"\x01" * 16, 0.0, token_bytes=tokens())
     s.new_transport(0.0)
-    s.transport_data(fr.HEADER.pack(3, fr.MAX_BODY + 1), 0.0)
+    s.transport_data(0.0, fr.HEADER.pack(3, fr.MAX_BODY + 1))
     assert s.state is State.CLOSED and s.malformed == 1
 
 
@@ -221,7 +221,7 @@ def test_unknown_frame_types_are_skipped() -> None:
     p = Pair()
     p.write(p.i, 10)
     p.settle()
-    p.sa.transport_data(fr.HEADER.pack(99, 3) + b"abc", p.now)
+    p.sa.transport_data(p.now, fr.HEADER.pack(99, 3) + b"abc")
     assert p.sa.unknown_frames == 1 and p.sa.state is State.FLOWING
 
 
@@ -290,7 +290,7 @@ def test_random_cuts_never_lose_or_duplicate(script: list[tuple[str, int]]) -> N
         elif op == "tick":
             p.tick(n / 1000)
         elif op == "freeze" and p.si.state is State.FLOWING:
-            p.si.freeze("route-down", p.now)
+            p.si.freeze(p.now, "route-down")
         elif op == "probe" and p.si.state in (State.FROZEN, State.PROBING):
             p.si.probe(p.now)
             p._collect()
@@ -310,3 +310,20 @@ def test_random_cuts_never_lose_or_duplicate(script: list[tuple[str, int]]) -> N
     assert p.si.state is State.CLOSED and p.sa.state is State.CLOSED
     assert all(c.clean for c in p.i.closed + p.a.closed)
     assert p.stale == 0
+
+
+def test_session_ids_and_probe_nonces_come_from_the_injected_source(monkeypatch) -> None:
+    import os
+    import secrets
+
+    def boom(n: int) -> bytes:
+        raise AssertionError("the session must not draw its own randomness")
+
+    monkeypatch.setattr(os, "urandom", boom)
+    monkeypatch.setattr(secrets, "token_bytes", boom)
+    a, b, c = Pair(seed=3), Pair(seed=3), Pair(seed=4)
+    assert a.si.sid == b.si.sid != c.si.sid
+    for p in (a, b):
+        p.si.freeze(p.now, "route-down")
+        p.si.probe(p.now)
+    assert a.si.data_to_send() == b.si.data_to_send()  # the same PROBE nonce
