@@ -27,11 +27,12 @@ import time
 from pathlib import Path
 
 import yaml
-from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
+from manetkit.bench import report
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, paths, scenario
+from manetkit.lab import netns, nodes, scenario
 from manetkit.lab.medium import protocol
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
@@ -41,7 +42,6 @@ IPERF_PORT = 5201
 # (somewhat below 1/3 because of the ACKs' backward contention).
 PAPER_RATIO = {1: 1.0, 2: 0.5, 3: 0.33}
 PAPER_PLATEAU = "~0.25-0.33"
-console = Console()
 
 
 def addr(k: int) -> str:
@@ -192,7 +192,7 @@ def measure(
             for i in range(1, max_hops + 1):
                 bps = iperf_tcp(lab, 1, i + 1, duration)
                 tput.append(bps)
-                console.print(f"  {i} hop{'s' if i > 1 else ''}: {bps / 1e6:.3f} Mbit/s")
+                report.console.print(f"  {i} hop{'s' if i > 1 else ''}: {bps / 1e6:.3f} Mbit/s")
                 time.sleep(0.5)  # let the previous flow's queues drain
         finally:
             nodes.down(lab)
@@ -249,8 +249,8 @@ def print_table(result: dict) -> None:
         t.add_row(
             str(i), f"{bps / 1e6:.3f}", f"{r:.2f}", f"{paper:.2f}" if paper else PAPER_PLATEAU
         )
-    console.print(t)
-    console.print(
+    report.show(
+        t,
         "paper: T_1 near 1.4 Mbit/s at 2 Mbit/s (1460-byte TCP), T_2/T_1 ~ 0.5, "
         "T_3/T_1 ~ 0.33, plateau from 4 hops"
     )
@@ -271,10 +271,10 @@ def run(args: argparse.Namespace) -> int:
         Path(args.scenario) if args.scenario else None,
         scenario.parse_set_args(args.set),
     )
-    (out / "chain.json").write_text(json.dumps(result, indent=2) + "\n")
     plot(result, out / "chain.png")
     print_table(result)
-    console.print(f"wrote {out / 'chain.json'} and {out / 'chain.png'}")
+    report.write(out, "chain", result)
+    report.console.print(f"plot: {out / 'chain.png'}")
     return 0
 
 

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from manetkit.bench import report
 from manetkit.bench.vethlab import VethMesh, wait_for
 
 GOAL_IDLE_CPU_PCT = 1.0
@@ -126,9 +126,7 @@ def run(args: argparse.Namespace) -> int:
         f"{r['forwarding']['rss_mb']:.1f}",
         f"loss {r['lost_percent']:.2f} %" if r["lost_percent"] is not None else "",
     )
-    Console().print(t)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    report.show(t)
     doc = {
         "bench": "daemon",
         "time": time.time(),
@@ -139,7 +137,5 @@ def run(args: argparse.Namespace) -> int:
         "goal_rss_mb": GOAL_RSS_MB,
         "goals_met": ok_idle,
     }
-    path = out / "daemon.json"
-    path.write_text(json.dumps(doc, indent=2))
-    print(f"written {path}")
+    report.write(args.out, "daemon", doc)
     return 0

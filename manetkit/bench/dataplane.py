@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from manetkit.bench import report
 from manetkit.bench.vethlab import VethMesh, sh, wait_for
 
 GOAL_PPS = 40_000
@@ -275,9 +275,7 @@ def run(args: argparse.Namespace) -> int:
             f">= {goal:,.0f}",
             "yes" if d >= goal else "NO",
         )
-    Console().print(t)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    report.show(t)
     doc = {
         "bench": "dataplane",
         "time": time.time(),
@@ -294,7 +292,5 @@ def run(args: argparse.Namespace) -> int:
         "goals_met": r["daemon_pps"]["pps"] >= GOAL_PPS and r["daemon_tcp_mbps"] >= GOAL_TCP_MBPS,
         "forwarder_counters": r["daemon_forwarder_counters"],
     }
-    path = out / "dataplane.json"
-    path.write_text(json.dumps(doc, indent=2))
-    print(f"written {path}")
+    report.write(args.out, "dataplane", doc)
     return 0

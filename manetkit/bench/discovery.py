@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import statistics
 import subprocess
@@ -37,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.console import Console
 from rich.table import Table
 
-from manetkit.lab import paths
+from manetkit import paths
+from manetkit.bench import report
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 GOAL_MS_PER_HOP = 2.0
@@ -196,7 +195,6 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="mk-bench-disc-") as tmp:
         for proto in [p.strip() for p in args.protocols.split(",") if p.strip()]:
             results.append(measure(proto, args, Path(tmp)))
-    console = Console()
     for res in results:
         t = Table(title=f"{res['protocol']}: route discovery over a {args.rate:g} Mbit/s chain")
         for col in ("hops", "first ping ms", "round trip ms", "discovery ms", "daemon overhead ms"):
@@ -209,18 +207,16 @@ def run(args: argparse.Namespace) -> int:
                     for v in (r["first_ms"], r["rtt_ms"], r["discovery_ms"], r["overhead_ms"])
                 ),
             )
-        console.print(t)
         lat, ovh = res["ms_per_hop"], res["overhead_ms_per_hop"]
         met = ovh is not None and ovh < GOAL_MS_PER_HOP
-        console.print(
+        report.show(
+            t,
             f"{res['protocol']}: discovery latency "
             f"{'-' if lat is None else f'{lat:.2f}'} ms per hop; daemon overhead "
             f"{'-' if ovh is None else f'{ovh:.2f}'} ms per hop "
             f"(goal < {GOAL_MS_PER_HOP} ms): {'met' if met else 'NOT met'}"
         )
         res["goal_met"] = met
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     doc = {
         "bench": "discovery",
         "time": time.time(),
@@ -230,7 +226,5 @@ def run(args: argparse.Namespace) -> int:
         "goal_ms_per_hop": GOAL_MS_PER_HOP,
         "results": results,
     }
-    path = out / "discovery.json"
-    path.write_text(json.dumps(doc, indent=2))
-    print(f"written {path}")
+    report.write(args.out, "discovery", doc)
     return 0

@@ -8,20 +8,19 @@ waits) and checks that nothing of the lab is left afterwards.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
+from manetkit.bench import report
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, paths
+from manetkit.lab import netns, nodes
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 GOAL_UP_S = 30.0
-console = Console()
 
 
 def measure(scenario: Path, runs: int) -> dict:
@@ -61,9 +60,6 @@ def run(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise UserError("--runs must be >= 1")
     result = measure(scenario, args.runs)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "labup.json").write_text(json.dumps(result, indent=2) + "\n")
     t = Table(
         "run", "lab up (s)", "lab down (s)", "left behind", title=f"bench labup: {scenario.name}"
     )
@@ -71,13 +67,12 @@ def run(args: argparse.Namespace) -> int:
         zip(result["up_s"], result["down_s"], result["leftovers"], strict=True), 1
     ):
         t.add_row(str(i), f"{u:.1f}", f"{d:.1f}", ", ".join(left) or "nothing")
-    console.print(t)
     worst = max(result["up_s"])
     verdict = "meets" if worst < GOAL_UP_S else "MISSES"
-    console.print(
-        f"{result['nodes']} nodes: worst lab up {worst:.1f} s, {verdict} the {GOAL_UP_S:g} s goal"
+    report.show(
+        t, f"{result['nodes']} nodes: worst lab up {worst:.1f} s, {verdict} the {GOAL_UP_S:g} s goal"
     )
-    console.print(f"wrote {out / 'labup.json'}")
+    report.write(args.out, "labup", result)
     return 0 if worst < GOAL_UP_S and not any(result["leftovers"]) else 1
 
 

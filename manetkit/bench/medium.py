@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import selectors
@@ -42,9 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from manetkit.bench import report
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.control import control
@@ -312,28 +311,18 @@ def run(args: argparse.Namespace) -> int:
             f"{r['bench_cpu_pct']:.0f}%",
             str(r["queue_drops"] + r["send_drops"]),
         )
-    console = Console()
-    console.print(table)
-    console.print(
+    report.show(
+        table,
         "f/s: frames relayed per second; model: the airtime model's frames/s on a fake clock; "
         "med CPU: the medium's share of a core; f/CPU-s: frames per medium CPU-second; "
         "bench: the clients' CPU; capacity: one area at 54 Mbps with airtime "
-        f"x{CAPACITY_SCALE:g} (the medium's own limit, not 802.11's)"
-    )
-    console.print(
+        f"x{CAPACITY_SCALE:g} (the medium's own limit, not 802.11's)",
         f"highest rate kept up with (1 area): {best} Mbps; max relayed {summary['relay_frames_per_s_max']:.0f} frames/s; "
-        f"one 54 Mbps area's airtime allows ~{summary['airtime_limit_one_area_54mbps']:.0f} frames/s (lone sender)"
-    )
-    console.print(
+        f"one 54 Mbps area's airtime allows ~{summary['airtime_limit_one_area_54mbps']:.0f} frames/s (lone sender)",
         f"medium capacity, one contention area (airtime x{CAPACITY_SCALE:g}): "
         f"{capacity['frames_per_s']:.0f} frames/s at {capacity['medium_cpu_pct']:.0f}% of a core "
         f"(benchmark clients {capacity['bench_cpu_pct']:.0f}%); goal {GOAL_FPS_PER_AREA} frames/s: "
         f"{'met' if summary['capacity_meets_goal'] else 'NOT met'}"
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "medium.json").write_text(
-        json.dumps({"runs": results, "summary": summary}, indent=2) + "\n"
-    )
-    console.print(f"wrote {out / 'medium.json'}")
+    report.write(args.out, "medium", {"runs": results, "summary": summary})
     return 0 if best is not None else 1

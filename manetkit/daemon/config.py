@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from manetkit.configfile import error_lines, read_yaml_mapping, validate
 from manetkit.errors import UserError
+from manetkit.jsonlines import group_id
+from manetkit.macaddr import parse_mac
+from manetkit.paths import check_lab_name
 
 # Worst-case radio MTU: every 802.11 / Ethernet radio manetkit runs on carries 1500 bytes.
 RADIO_MTU = 1500
@@ -73,8 +76,6 @@ class LabConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _lab_name(cls, v: str) -> str:
-        from manetkit.lab.paths import check_lab_name
-
         return check_lab_name(v)
 
 
@@ -86,14 +87,11 @@ class LinkSensingConfig(_Strict):
 
 
 def _engine_config_class(protocol: str) -> Any | None:
-    """The engine's own config class (``AodvConfig``/``DsrConfig``), None if not built yet."""
-    try:
-        mod = importlib.import_module(f"manetkit.daemon.engines.{protocol}")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("manetkit"):
-            return None
-        raise
-    return getattr(mod, f"{protocol.capitalize()}Config", None)
+    """The engine's own config class (``AodvConfig``/``DsrConfig``); None for ``static``."""
+    if protocol == "static":
+        return None
+    mod = importlib.import_module(f"manetkit.daemon.engines.{protocol}")
+    return getattr(mod, f"{protocol.capitalize()}Config")
 
 
 def engine_config(protocol: str, values: dict[str, Any]) -> Any:
@@ -101,7 +99,7 @@ def engine_config(protocol: str, values: dict[str, Any]) -> Any:
     cls = _engine_config_class(protocol)
     if cls is None:
         if values:
-            raise UserError(f"{protocol}: this build has no {protocol} engine to take these fields")
+            raise UserError(f"{protocol}: the {protocol} engine has no configuration section")
         return None
     if isinstance(cls, type) and issubclass(cls, BaseModel):
         return cls.model_validate(values)
@@ -129,6 +127,11 @@ class DaemonConfig(_Strict):
     lab: LabConfig | None = None
     send_buffer: SendBufferConfig = SendBufferConfig()
     event_socket: Path = Path("/run/manetkit/events.sock")
+    control_group: str | None = Field(
+        None,
+        description="group that may use the event socket besides root: it owns the socket "
+        "(mode 0660) and may send state-changing commands (discover)",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     aodv: dict[str, Any] = Field(default_factory=dict)
     dsr: dict[str, Any] = Field(default_factory=dict)
@@ -154,13 +157,17 @@ class DaemonConfig(_Strict):
     @classmethod
     def _macs(cls, v: dict[IPv4Address, str]) -> dict[IPv4Address, str]:
         for addr, mac in v.items():
-            parts = mac.split(":")
-            if len(parts) != 6 or not all(len(p) == 2 for p in parts):
-                raise ValueError(f"{addr}: {mac!r} is not a MAC address like 02:6d:6b:00:00:01")
             try:
-                bytes.fromhex("".join(parts))
-            except ValueError:
-                raise ValueError(f"{addr}: {mac!r} is not a MAC address") from None
+                parse_mac(mac)
+            except ValueError as exc:
+                raise ValueError(f"{addr}: {exc}") from None
+        return v
+
+    @field_validator("control_group")
+    @classmethod
+    def _group(cls, v: str | None) -> str | None:
+        if v is not None:
+            group_id(v)  # ValueError naming the group if this host does not have it
         return v
 
     @model_validator(mode="after")

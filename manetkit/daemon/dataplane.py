@@ -20,16 +20,13 @@ hashing costs more than the check it counts). No per-packet asyncio work.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import socket
 import struct
 from collections.abc import Callable
 
-# linux/if_tun.h
-TUNSETIFF = 0x400454CA
-IFF_TUN = 0x0001
-IFF_NO_PI = 0x1000
+from manetkit.tuntap import open_tun
+
 # linux/if_packet.h
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
@@ -47,25 +44,6 @@ BATCH = 256
 
 RadioHandler = Callable[[bytes, bytes], None]  # (src_mac, ipv4 packet)
 TunHandler = Callable[[bytes], None]  # (ipv4 packet)
-
-
-def mac_bytes(text: str) -> bytes:
-    return bytes.fromhex(text.replace(":", ""))
-
-
-def open_tun(name: str) -> int:
-    """Create (or attach to) TUN ``name`` without packet info; returns a non-blocking fd.
-
-    The device is not persistent: it disappears when the fd is closed, so a daemon that
-    dies leaves no ``mesh0`` behind (kernel.py still removes stale ones on start).
-    """
-    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
 
 
 def open_radio(interface: str, ethertype: int) -> socket.socket:

@@ -26,6 +26,7 @@ from ipaddress import IPv4Address
 from typing import Any, TypeVar
 
 from manetkit import events as ev
+from manetkit import runner
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
@@ -39,7 +40,7 @@ from manetkit.daemon.engines.base import (
     SignalSample,
     TxFailed,
 )
-from manetkit.daemon.events import EventServer, socket_alive
+from manetkit.daemon.eventsocket import EventServer
 from manetkit.daemon.kernel import KernelGlue
 from manetkit.daemon.linksense.base import (
     LinkSenseBackend,
@@ -52,6 +53,8 @@ from manetkit.daemon.linksense.hello import HelloBackend, is_hello, parse_hello
 from manetkit.daemon.linksense.hysteresis import Decision, Down, LinkMonitor, Signal, Up
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.errors import UserError
+from manetkit.jsonlines import Access, socket_alive
+from manetkit.macaddr import format_mac, parse_mac
 
 log = logging.getLogger("manetkit.daemon")
 
@@ -64,10 +67,7 @@ def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
         from manetkit.daemon.engines.static import StaticEngine
 
         return StaticEngine(cfg.address, cfg.static_routes, neighbours)
-    try:
-        mod = importlib.import_module(f"manetkit.daemon.engines.{cfg.protocol}")
-    except ModuleNotFoundError as exc:
-        raise UserError(f"protocol: this build has no {cfg.protocol} engine yet") from exc
+    mod = importlib.import_module(f"manetkit.daemon.engines.{cfg.protocol}")
     engine_cls = getattr(mod, f"{cfg.protocol.capitalize()}Engine")
     engine = engine_cls(cfg.address, cfg.engine_config(), neighbours)
     # send_buffer: reaches the engine through its config (DaemonConfig.engine_config);
@@ -86,12 +86,17 @@ class Daemon:
         self.neighbours = NeighbourTable()
         self.engine = make_engine(cfg, self.neighbours)
         for addr, mac in cfg.static_neighbours.items():
-            self.neighbours.learn(0.0, addr, bytes.fromhex(mac.replace(":", "")))
+            self.neighbours.learn(0.0, addr, parse_mac(mac))
         self.dp: DataPlane | None = None
         self.kernel: KernelGlue | None = None
         # Frames between other nodes: to the engine if it learns from them, else dropped.
         self._overheard = self._overheard_frame if self.engine.wants_overheard else None
-        self.events = EventServer(cfg.event_socket, self.status, discover=self._rediscover)
+        self.events = EventServer(
+            cfg.event_socket,
+            self.status,
+            discover=self._rediscover,
+            access=Access(cfg.control_group),
+        )
         hy = cfg.link_sensing.hysteresis
         if cfg.link_sensing.backend == "hello":
             self.monitor = LinkMonitor.for_hello(
@@ -167,7 +172,7 @@ class Daemon:
                 cfg.address,
                 cfg.tun_name,
                 cfg.radio_interface,
-                ":".join(f"{b:02x}" for b in self.dp.mac),
+                format_mac(self.dp.mac),
                 cfg.tun_mtu(),
             )
             await self._stop.wait()
@@ -233,7 +238,7 @@ class Daemon:
             self.backend = self.beacon
         elif ls.backend == "lab":
             from manetkit.daemon.linksense.lab import LabBackend
-            from manetkit.lab.paths import radio_control_socket
+            from manetkit.paths import radio_control_socket
 
             assert cfg.lab is not None
             self.backend = LabBackend(
@@ -390,7 +395,7 @@ class Daemon:
     def _apply(self, now: float, decisions: list[Decision]) -> None:
         for d in decisions:
             addr = self.neighbours.address_of(d.mac)
-            mac_s = ":".join(f"{b:02x}" for b in d.mac)
+            mac_s = format_mac(d.mac)
             if isinstance(d, Up):
                 if addr is None:
                     continue  # announced once a beacon or the engine maps the MAC
@@ -452,7 +457,7 @@ class Daemon:
             neighbours.append(
                 {
                     "address": str(n.address),
-                    "mac": ":".join(f"{b:02x}" for b in n.mac),
+                    "mac": format_mac(n.mac),
                     "up": n.up and self.monitor.is_up(n.mac),
                     "signal_dbm": n.signal_dbm,
                     "last_heard_s": round(now - n.last_heard, 3) if n.last_heard else None,
@@ -491,13 +496,5 @@ class Daemon:
 
 
 def run_daemon(cfg: DaemonConfig) -> None:
-    """Run until SIGTERM/SIGINT, on uvloop when it is installed."""
-    daemon = Daemon(cfg)
-    try:
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        factory = None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(daemon.run())
+    """Run until SIGTERM/SIGINT (on uvloop, :mod:`manetkit.runner`)."""
+    runner.run(Daemon(cfg).run())

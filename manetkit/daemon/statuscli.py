@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
+from manetkit.console import make_console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 
@@ -38,8 +40,6 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _node_lab(args: argparse.Namespace) -> str:
-    from manetkit.lab import paths
-
     if args.lab is not None:
         return args.lab
     labs = sorted(p.name for p in (paths.rundir() / "labs").glob("*"))
@@ -50,17 +50,13 @@ def _node_lab(args: argparse.Namespace) -> str:
 
 def socket_path(args: argparse.Namespace) -> str:
     if args.node:
-        from manetkit.lab.stacks import daemon_socket
-
-        return str(daemon_socket(_node_lab(args), args.node))
+        return str(paths.daemon_socket(_node_lab(args), args.node))
     return args.socket or os.environ.get("MANETKIT_EVENT_SOCKET") or DEFAULT_SOCKET
 
 
 def proxy_socket_path(args: argparse.Namespace) -> str:
     if args.node:
-        from manetkit.lab.stacks import proxy_socket
-
-        return str(proxy_socket(_node_lab(args), args.node))
+        return str(paths.proxy_socket(_node_lab(args), args.node))
     return (
         getattr(args, "proxy_socket", None)
         or os.environ.get("MANETKIT_PROXY_SOCKET")
@@ -101,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
             out["proxy"] = proxy
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
-    console = Console()
+    console = make_console()
     if st is not None:
         render(st, console)
     else:

@@ -14,14 +14,13 @@ import subprocess
 import sys
 import time
 
-from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
+from manetkit.console import console
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, paths, radio, stacks
+from manetkit.lab import netns, nodes, radio, stacks
 from manetkit.lab.stations import format_iw
-
-console = Console()
 
 
 def _lab_arg(p: argparse.ArgumentParser) -> None:

@@ -19,15 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
+from manetkit.console import console
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, paths, stacks
+from manetkit.lab import netns, nodes, stacks
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 SCENARIOS = SHIPPED_SCENARIOS
-console = Console()
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """Bringing a lab up and down: namespaces, the medium, one radio per node, node software.
 
-Everything a lab makes is found again from its name alone (``manetkit.lab.paths``):
+Everything a lab makes is found again from its name alone (``manetkit.paths``):
 namespaces ``mk-<lab>-nI``, files under ``<rundir>/labs/<lab>/``, and processes whose
 argv carries ``--lab <lab>``. ``down`` relies only on that, so it works after a crash,
 without ``state.json``, and as often as it is called.
@@ -21,8 +21,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from manetkit import paths
 from manetkit.errors import UserError
-from manetkit.lab import netns, paths, radio, stacks
+from manetkit.lab import netns, radio, stacks
 from manetkit.lab.stacks import ProcessSpec
 
 STATE_FILE = "state.json"

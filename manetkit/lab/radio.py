@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import errno
 import fcntl
-import json
 import logging
 import os
 import signal
@@ -42,19 +41,14 @@ import sys
 import time
 from pathlib import Path
 
-from manetkit import jsonlines
-from manetkit.lab import paths
+from manetkit import jsonlines, paths, runner
 from manetkit.lab.medium import protocol
-from manetkit.lab.stations import DEFAULT_EXPIRY_S, StationTable, mac_str
+from manetkit.lab.stations import DEFAULT_EXPIRY_S, StationTable
+from manetkit.macaddr import format_mac as mac_str
+from manetkit.tuntap import open_tap, set_carrier
 
 log = logging.getLogger("manetkit.lab.radio")
 
-# linux/if_tun.h
-TUNSETIFF = 0x400454CA
-TUNSETOFFLOAD = 0x400454D0
-TUNSETCARRIER = 0x400454E2
-IFF_TAP = 0x0002
-IFF_NO_PI = 0x1000
 # linux/sockios.h, linux/if.h
 SIOCGIFFLAGS = 0x8913
 IFF_PROMISC = 0x100
@@ -70,8 +64,8 @@ RECV_BUF = 1 + 2 + 14 + 65535
 # Frames relayed per readiness callback before yielding to the other fd and the control
 # socket; large enough that the syscalls dominate, small enough to stay responsive.
 BURST = 256
-# A subscriber that lets this much pile up is too slow to be useful; it is disconnected.
-MAX_SUBSCRIBER_BACKLOG = 4 << 20
+# Events queued per control-socket subscriber; beyond this they are dropped and counted.
+SUBSCRIBER_QUEUE = 4096
 _I16 = struct.Struct("!h")
 _MEDIUM_GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
 
@@ -81,24 +75,6 @@ def node_id_of(node: str) -> int:
     if len(node) < 2 or node[0] != "n" or not node[1:].isdigit() or int(node[1:]) < 1:
         raise ValueError(f"node name {node!r}: expected n1, n2, ...")
     return int(node[1:])
-
-
-def open_tap(name: str) -> int:
-    """Create the TAP device ``name`` in the current namespace; returns its non-blocking fd."""
-    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH22x", name.encode(), IFF_TAP | IFF_NO_PI))
-        # No TUN_F_* flags: the kernel finishes checksums and segments before handing us
-        # a frame, so what goes on the air is a complete <= MTU Ethernet frame.
-        fcntl.ioctl(fd, TUNSETOFFLOAD, 0)
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def set_carrier(fd: int, on: bool) -> None:
-    fcntl.ioctl(fd, TUNSETCARRIER, struct.pack("i", 1 if on else 0))
 
 
 def is_promiscuous(name: str) -> bool:
@@ -166,7 +142,13 @@ class Radio:
         }
         self.promiscuous = False  # radio0's IFF_PROMISC, as last polled
         self._medium_overhear = False  # what the medium was last told (OVERHEAR)
-        self._subscribers: set[asyncio.StreamWriter] = set()
+        self.control = jsonlines.LineServer(
+            control_path,
+            self.handle_request,
+            subscribe=True,
+            queue_lines=SUBSCRIBER_QUEUE,
+            name="radio control socket",
+        )
         self._attached_event: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
         self._pending: bytes | None = None  # one frame waiting for the socket to drain
@@ -192,9 +174,8 @@ class Radio:
             loop.add_signal_handler(sig, self._stop.set)
 
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-        for p in (self.socket_path, self.control_path):
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
         if self.medium_udp is None:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
             self.sock.bind(str(self.socket_path))
@@ -206,7 +187,7 @@ class Radio:
         self.sock.setblocking(False)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         loop.add_reader(self.sock.fileno(), self._on_medium_readable)
-        server = await asyncio.start_unix_server(self._serve_control, path=str(self.control_path))
+        await self.control.start()
         housekeeping = asyncio.create_task(self._housekeeping())
         promisc_watch = asyncio.create_task(self._watch_promiscuous())
         attacher = asyncio.create_task(self._attach_loop())
@@ -224,9 +205,7 @@ class Radio:
             attacher.cancel()
             housekeeping.cancel()
             promisc_watch.cancel()
-            server.close()
-            for w in list(self._subscribers):
-                w.close()
+            await self.control.close()
             self._shutdown(loop)
         if self._refused:
             log.error("medium refused the ATTACH: %s", self._refused)
@@ -244,9 +223,8 @@ class Radio:
         if self.tap_fd >= 0:
             loop.remove_reader(self.tap_fd)
             os.close(self.tap_fd)  # the TAP is not persistent: it disappears with the fd
-        for p in (self.socket_path, self.control_path):
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
 
     async def _attach_loop(self) -> None:
         """(Re-)ATTACH until the medium answers; again whenever it is lost."""
@@ -463,16 +441,8 @@ class Radio:
     # --- control socket ---------------------------------------------------------------
 
     def _emit(self, event: dict) -> None:
-        if not self._subscribers:
-            return
-        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
-        for w in list(self._subscribers):
-            if w.transport.get_write_buffer_size() > MAX_SUBSCRIBER_BACKLOG:
-                log.warning("subscriber too slow; disconnected")
-                self._subscribers.discard(w)
-                w.close()
-            else:
-                w.write(line)
+        if self.control.subscribers:
+            self.control.publish(event)
 
     async def _housekeeping(self) -> None:
         """Expire silent stations once a second (mac80211's sta cleanup timer)."""
@@ -492,38 +462,16 @@ class Radio:
             "stations": len(self.stations.by_mac),
             "promiscuous": self.promiscuous,
             **self.counters,
+            "subscriber_drops": self.control.dropped,
         }
 
-    def handle_request(self, req: object) -> dict:
-        if not isinstance(req, dict) or not isinstance(req.get("cmd"), str):
-            return {"ok": False, "error": 'request must be an object with a "cmd" string'}
+    def handle_request(self, req: dict) -> dict:
         cmd = req["cmd"]
         if cmd == "stations":
             return {"ok": True, "stations": self.stations.dump(time.monotonic())}
         if cmd in ("stats", "ping"):
             return self.stats()
-        return {"ok": False, "error": f"unknown cmd {cmd!r} (stations, stats, ping, subscribe)"}
-
-    async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        try:
-            while line := await reader.readline():
-                try:
-                    req = json.loads(line)
-                except ValueError as exc:
-                    reply = {"ok": False, "error": f"bad JSON: {exc}"}
-                else:
-                    if isinstance(req, dict) and req.get("cmd") == "subscribe":
-                        self._subscribers.add(writer)
-                        reply = {"ok": True, "subscribed": True}
-                    else:
-                        reply = self.handle_request(req)
-                writer.write((json.dumps(reply) + "\n").encode())
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            self._subscribers.discard(writer)
-            writer.close()
+        raise ValueError(f"unknown cmd {cmd!r} (stations, stats, ping, subscribe)")
 
 
 # --- client ---------------------------------------------------------------------------
@@ -588,14 +536,7 @@ def run(args: argparse.Namespace) -> int:
         station_expiry_s=args.station_expiry,
     )
     radio.create_interface()
-    try:
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    except ImportError:  # pragma: no cover - uvloop is a dependency, but stay runnable
-        factory = None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(radio.run())
+    return runner.run(radio.run())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,9 +14,9 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from manetkit import paths
 from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.errors import UserError
-from manetkit.lab import paths
 from manetkit.lab.medium.airtime import (
     DSSS_RATES,
     OFDM_RATES,

@@ -35,8 +35,9 @@ from typing import Any
 
 import yaml
 
+from manetkit import paths
 from manetkit.errors import UserError
-from manetkit.lab import paths
+from manetkit.paths import daemon_socket, proxy_socket
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,6 @@ def node_address(node: str) -> IPv4Address:
     if i <= 254:
         return IPv4Address(f"10.42.0.{i}")
     return IPv4Address(f"10.42.{i // 256}.{i % 256}")
-
-
-def daemon_socket(lab: str, node: str) -> Path:
-    return paths.node_dir(lab, node) / "events.sock"
 
 
 NODE_FIELDS = ("address", "lab", "event_socket")
@@ -144,10 +141,6 @@ def daemon_spec(
 
 PROXY_NODE_FIELDS = ("daemon_socket", "status_socket")
 PROXY_EXTRA_ENV = "MANETKIT_LAB_PROXY_CONFIG"
-
-
-def proxy_socket(lab: str, node: str) -> Path:
-    return paths.node_dir(lab, node) / "proxy.sock"
 
 
 def proxy_extra_from_env() -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from manetkit.daemon.events import EventServer
+from manetkit.daemon.eventsocket import EventServer
 from tests.daemon.dsrutil import A
 from tests.daemon.test_bus_dsr import break_and_send, setup
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from manetkit.lab import netns, nodes, paths
+from manetkit import paths
+from manetkit.lab import netns, nodes
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "configs" / "scenarios"

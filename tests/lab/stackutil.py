@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from manetkit import paths
 from manetkit.jsonlines import request
-from manetkit.lab import paths
 from manetkit.lab.stacks import daemon_socket
 
 

@@ -21,7 +21,8 @@ import yaml
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 
-from manetkit.lab import netns, nodes, paths, radio
+from manetkit import paths
+from manetkit.lab import netns, nodes, radio
 from manetkit.lab.medium import protocol
 
 from .conftest import SCENARIOS, manetkit, unique_lab, wait_for

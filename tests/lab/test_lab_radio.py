@@ -13,7 +13,8 @@ import sys
 import pytest
 from scapy.layers.l2 import ARP, Ether
 
-from manetkit.lab import netns, paths, radio
+from manetkit import paths
+from manetkit.lab import netns, radio
 from manetkit.lab.medium import protocol
 from manetkit.lab.stations import StationTable, format_iw
 

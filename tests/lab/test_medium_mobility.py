@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from manetkit.lab.build import scenario_events
 from manetkit.lab.medium.groundtruth import GroundTruthLog, bfs_hops, hop_counts, time_at_hops
 from manetkit.lab.medium.mobility import RandomWaypoint, Static, World
 from manetkit.lab.scenario import scenario_from_dict
@@ -88,7 +89,7 @@ def test_hop_counts_from_scenario_walk_away(tmp_path):
     sc = scenario_from_dict(
         {"nodes": 3, "mobility": {"model": "setdest", "file": "walk.setdest"}}, base_dir=tmp_path
     )
-    counts = hop_counts(sc, "n1", "n3", duration_s=40.0)
+    counts = hop_counts(scenario_events(sc, duration_s=40.0), "n1", "n3")
     assert [h for _, h in counts] == [2, 1, 2, None]
     assert counts[1][0] == pytest.approx(16.0, abs=0.11)  # 400 -> 250 m at 10 m/s from t = 1
     assert counts[3][0] == pytest.approx(30.0 + (450 - 100) / 100, abs=0.11)

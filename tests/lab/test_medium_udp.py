@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from manetkit import paths
 from manetkit.errors import UserError
-from manetkit.lab import netns, paths, radio
+from manetkit.lab import netns, radio
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.control import control
 

@@ -1,7 +1,7 @@
 """Link sensing from the lab radio's station table (the lab's stand-in for nl80211).
 
 The radio process of a lab node answers JSON lines on its control socket
-(``manetkit.lab.paths.radio_control_socket``):
+(``manetkit.paths.radio_control_socket``):
   ``{"cmd":"subscribe"}`` -> a stream of ``{"event":"tx-failed","mac":..,"frame":"<hex>"}``,
                             ``{"event":"station-new","mac":..,"signal_dbm":..}`` and
                             ``{"event":"station-gone","mac":..,"reason":..}``

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from manetkit import jsonlines
+from manetkit import jsonlines, paths
 from manetkit.errors import UserError
-from manetkit.lab import paths
 
 
 def control_path(lab_or_path: str | Path) -> Path:

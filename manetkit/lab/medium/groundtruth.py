@@ -7,8 +7,8 @@ changes (checked every 100 ms and after every ``move``/``link`` command):
 
 ``t`` is seconds since the lab started, ``wall`` Unix time; an edge means the two nodes
 receive each other (received power >= the reception threshold, or forced up). The first
-line is the graph at t = 0. :func:`hop_counts` turns a log (or a scenario's mobility,
-sampled) into the shortest-path hop count between two nodes over time, the t_i of
+line is the graph at t = 0. :func:`hop_counts` turns a log (or, for a scenario's
+mobility, :func:`manetkit.lab.build.scenario_events`) into the shortest-path hop count between two nodes over time, the t_i of
 Holland & Vaidya's expected-throughput formula (eq. 3.1).
 """
 
@@ -75,48 +75,16 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def scenario_events(
-    scenario, duration_s: float | None = None, step_s: float = 0.1
-) -> list[dict[str, Any]]:
-    """The ground-truth events a scenario's mobility produces (no medium needed)."""
-    from manetkit.lab.medium.mac import propagation_from_scenario
-    from manetkit.lab.medium.mobility import build_world
-
-    world = build_world(scenario)
-    prop = propagation_from_scenario(scenario)
-    duration = duration_s if duration_s is not None else (scenario.duration_s or 0.0)
-    log = GroundTruthLog(None, t0_wall=0.0)
-    events = []
-    steps = int(round(duration / step_s)) if world.mobile else 0
-    for k in range(steps + 1):
-        t = k * step_s
-        ev = log.observe(t, snapshot_edges(Snapshot(t, world.positions(t), prop, world.links)))
-        if ev is not None:
-            events.append(ev)
-    return events
-
-
 def hop_counts(
-    source: str | Path | Iterable[dict[str, Any]] | Any,
-    a: str,
-    b: str,
-    *,
-    duration_s: float | None = None,
-    step_s: float = 0.1,
+    source: str | Path | Iterable[dict[str, Any]], a: str, b: str
 ) -> list[tuple[float, int | None]]:
     """Shortest-path hop count between ``a`` and ``b`` over time: ``[(t, hops), ...]``,
     one entry from each time it changes (None = partitioned).
 
-    ``source`` is a ground-truth log path, an iterable of its events, or a
-    :class:`~manetkit.lab.scenario.Scenario` (its mobility sampled every ``step_s``
-    for ``duration_s``, default the scenario's ``duration_s``).
+    ``source`` is a ground-truth log path or an iterable of its events (for a scenario
+    without a lab: :func:`manetkit.lab.build.scenario_events`).
     """
-    if isinstance(source, (str, Path)):
-        events: Iterable[dict[str, Any]] = read_log(source)
-    elif hasattr(source, "mobility") and hasattr(source, "nodes"):
-        events = scenario_events(source, duration_s, step_s)
-    else:
-        events = source
+    events = read_log(source) if isinstance(source, str | Path) else source
     out: list[tuple[float, int | None]] = []
     for ev in events:
         h = bfs_hops(ev["edges"], a, b)

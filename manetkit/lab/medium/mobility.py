@@ -204,27 +204,3 @@ class World:
 
     def link_state(self, a: int, b: int) -> LinkState:
         return self.links.get((min(a, b), max(a, b)), "auto")
-
-
-def build_world(scenario) -> World:  # scenario: manetkit.lab.scenario.Scenario
-    """The world a scenario describes."""
-    from manetkit.lab.medium.setdest import load_setdest
-    from manetkit.lab.scenario import RandomWaypointMobility, SetdestMobility
-
-    mob = scenario.mobility
-    n = scenario.nodes
-    if isinstance(mob, RandomWaypointMobility):
-        model: MobilityModel = RandomWaypoint(
-            n,
-            (scenario.area.x, scenario.area.y),
-            mob.speed,
-            mob.pause_s,
-            mob.speed_dist,
-            scenario.seed,
-        )
-    elif isinstance(mob, SetdestMobility):
-        trace = load_setdest(scenario.setdest_path(), n, mob.base)
-        model = Trajectories.from_setdest(trace, n)
-    else:
-        model = Static(scenario.static_positions())
-    return World(model, n)

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import contextlib
 import errno
-import json
 import logging
 import math
 import os
@@ -27,16 +26,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from manetkit import paths, runner
 from manetkit.errors import UserError
-from manetkit.lab import paths
+from manetkit.jsonlines import Access, LineServer
+from manetkit.lab.build import medium_from_scenario
 from manetkit.lab.medium import protocol as proto
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
-from manetkit.lab.medium.mac import Medium, medium_from_scenario
+from manetkit.lab.medium.mac import Medium
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
 
 log = logging.getLogger("manetkit.medium")
 
 SOCKET_BUFFER = 4 * 1024 * 1024
+# Control commands that change the world: root or --control-group only (SO_PEERCRED).
+PRIVILEGED = frozenset({"move", "link"})
 GROUND_TRUTH_PERIOD_S = 0.1
 # uvloop rounds timers to whole milliseconds (a 0.3 ms timer fires at once, so the loop
 # would spin until the event is due). The schedule is virtual, so waking at most once a
@@ -60,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--udp", metavar="HOST:PORT", help="also accept radios over UDP")
     parser.add_argument("--control", help="control socket path (default: in the lab's run dir)")
+    parser.add_argument(
+        "--control-group",
+        help="group allowed to move nodes and force links besides root (default: root only)",
+    )
     parser.add_argument(
         "--ground-truth", help="ground-truth JSON-lines log (default: the lab's logs dir)"
     )
@@ -116,12 +123,14 @@ class MediumServer:
         ground_truth: Path | None,
         udp: tuple[int, tuple] | None = None,
         airtime_scale: float = 1.0,
+        control_group: str | None = None,
     ):
         self.scenario = scenario
         self.lab = lab
         self.n = scenario.nodes
         self.socket_path = socket_path
         self.control_path = control_path
+        self.control_group = control_group
         self.ground_truth_path = ground_truth
         self.udp = udp
         self.medium: Medium = medium_from_scenario(scenario, airtime_scale=airtime_scale)
@@ -312,30 +321,6 @@ class MediumServer:
 
     # --- control --------------------------------------------------------------------
 
-    async def _control_client(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        try:
-            while line := await reader.readline():
-                try:
-                    req = json.loads(line)
-                    if not isinstance(req, dict):
-                        raise ValueError("a request is a JSON object")
-                    reply = self.command(req)
-                except (ValueError, KeyError, TypeError) as exc:
-                    reply = {
-                        "ok": False,
-                        "error": str(exc)
-                        if not isinstance(exc, KeyError)
-                        else f"missing field {exc}",
-                    }
-                writer.write(json.dumps(reply).encode() + b"\n")
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
     def command(self, req: dict) -> dict:
         """Execute one control request (see docs/medium.md)."""
         cmd = req.get("cmd")
@@ -403,7 +388,13 @@ class MediumServer:
         self.loop = asyncio.get_running_loop()
         self.t0 = time.monotonic()
         wall0 = time.time()
-        control_server = None
+        control_server = LineServer(
+            self.control_path,
+            self.command,
+            privileged=PRIVILEGED,
+            access=Access(self.control_group),
+            name="medium control socket",
+        )
         tasks: list[asyncio.Task] = []
         try:
             unix = self._bind_unix()
@@ -425,13 +416,8 @@ class MediumServer:
                 self._gt = GroundTruthLog(self._gt_file, wall0)
             self._observe_graph(force=True)
             tasks.append(asyncio.create_task(self._ground_truth_task()))
-            self.control_path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                self.control_path.unlink()
             # The control socket is bound last: once it answers, everything is up.
-            control_server = await asyncio.start_unix_server(
-                self._control_client, path=str(self.control_path)
-            )
+            await control_server.start()
             log.info(
                 "medium of lab %s: %d nodes on %s%s",
                 self.lab,
@@ -445,17 +431,15 @@ class MediumServer:
         finally:
             for t in tasks:
                 t.cancel()
-            if control_server is not None:
-                control_server.close()
+            await control_server.close()
             if self._timer is not None:
                 self._timer.cancel()
             for s in self._socks:
                 with contextlib.suppress(Exception):
                     self.loop.remove_reader(s.fileno())
                 s.close()
-            for p in (self.socket_path, self.control_path):
-                with contextlib.suppress(FileNotFoundError):
-                    p.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
             if self._gt_file is not None:
                 self._gt_file.close()
 
@@ -478,6 +462,7 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         Path(args.ground_truth) if args.ground_truth else paths.ground_truth_log(lab),
         parse_hostport(args.udp) if args.udp else None,
         airtime_scale,
+        getattr(args, "control_group", None),
     )
 
 
@@ -492,14 +477,7 @@ async def _main(server: MediumServer) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the medium until SIGTERM/SIGINT; exit 0 after removing its sockets."""
     server = server_from_args(args)
-    try:
-        import uvloop
-
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        runner = asyncio.Runner()
-    with runner:
-        runner.run(_main(server))
+    runner.run(_main(server))
     return 0
 
 

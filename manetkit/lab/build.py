@@ -1,0 +1,91 @@
+"""The one place a scenario (:mod:`manetkit.lab.scenario`) becomes a medium.
+
+The medium's modules (``lab/medium/``: MAC, mobility, propagation, airtime) know nothing
+of scenario files; the scenario knows nothing of how the medium is assembled. This module
+joins them: the medium process (``lab/medium/server.py``) and the ground-truth tools call
+it, nothing else builds a :class:`~manetkit.lab.medium.mac.Medium` from a scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manetkit.lab.medium.airtime import Airtime
+from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
+from manetkit.lab.medium.mac import Medium
+from manetkit.lab.medium.mobility import (
+    MobilityModel,
+    RandomWaypoint,
+    Static,
+    Trajectories,
+    World,
+)
+from manetkit.lab.medium.propagation import TwoRayGround
+from manetkit.lab.medium.setdest import load_setdest
+from manetkit.lab.medium.topology import Snapshot
+from manetkit.lab.scenario import RandomWaypointMobility, Scenario, SetdestMobility
+
+
+def world_from_scenario(scenario: Scenario) -> World:
+    """The world (node motion, forced links) a scenario describes."""
+    mob = scenario.mobility
+    n = scenario.nodes
+    if isinstance(mob, RandomWaypointMobility):
+        model: MobilityModel = RandomWaypoint(
+            n,
+            (scenario.area.x, scenario.area.y),
+            mob.speed,
+            mob.pause_s,
+            mob.speed_dist,
+            scenario.seed,
+        )
+    elif isinstance(mob, SetdestMobility):
+        trace = load_setdest(scenario.setdest_path(), n, mob.base)
+        model = Trajectories.from_setdest(trace, n)
+    else:
+        model = Static(scenario.static_positions())
+    return World(model, n)
+
+
+def propagation_from_scenario(scenario: Scenario) -> TwoRayGround:
+    """Two-ray ground propagation with the scenario's ``propagation`` parameters."""
+    return TwoRayGround(**scenario.propagation.model_dump(exclude={"model"}))
+
+
+def medium_from_scenario(
+    scenario: Scenario, world: World | None = None, airtime_scale: float = 1.0
+) -> Medium:
+    """A :class:`Medium` configured by a scenario's ``radio``, ``propagation`` and ``links``."""
+    r = scenario.radio
+    idx = {name: k for k, name in enumerate(scenario.node_names)}
+    return Medium(
+        world or world_from_scenario(scenario),
+        Airtime(r.rate_mbps, r.basic_rate_mbps, r.short_preamble, r.rts_threshold),
+        propagation_from_scenario(scenario),
+        queue_frames=r.queue_frames,
+        retry_limit=r.retry_limit,
+        loss=r.loss,
+        link_loss={(idx[lk.a], idx[lk.b]): lk.loss for lk in scenario.links},
+        interference=r.interference,
+        seed=scenario.seed,
+        airtime_scale=airtime_scale,
+        overhear=r.overhear,
+    )
+
+
+def scenario_events(
+    scenario: Scenario, duration_s: float | None = None, step_s: float = 0.1
+) -> list[dict[str, Any]]:
+    """The ground-truth events a scenario's mobility produces (no medium needed)."""
+    world = world_from_scenario(scenario)
+    prop = propagation_from_scenario(scenario)
+    duration = duration_s if duration_s is not None else (scenario.duration_s or 0.0)
+    log = GroundTruthLog(None, t0_wall=0.0)
+    events = []
+    steps = int(round(duration / step_s)) if world.mobile else 0
+    for k in range(steps + 1):
+        t = k * step_s
+        ev = log.observe(t, snapshot_edges(Snapshot(t, world.positions(t), prop, world.links)))
+        if ev is not None:
+            events.append(ev)
+    return events

@@ -1,0 +1,79 @@
+"""Where manetkit's processes keep their sockets, pid files and logs (a neutral module).
+
+The daemon, the proxy and the lab all find each other's sockets here, so none of them
+imports another to learn a path. Everything a lab makes is found from its name alone, so ``lab down`` can clean up after
+a crash: namespaces are ``mk-<lab>-<node>``, files live under ``<rundir>/labs/<lab>/``.
+``MANETKIT_RUNDIR`` (default ``/run/manetkit``) moves the whole tree (tests use it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+NETNS_PREFIX = "mk-"
+_LAB_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,11}$")
+
+
+def rundir() -> Path:
+    return Path(os.environ.get("MANETKIT_RUNDIR", "/run/manetkit"))
+
+
+def check_lab_name(name: str) -> str:
+    """Lab names become part of namespace and interface names: short, lowercase, no dash."""
+    if not _LAB_NAME.match(name):
+        raise ValueError(
+            f"lab name {name!r}: use 1-12 characters of a-z, 0-9 and '_', starting with a letter or digit"
+        )
+    return name
+
+
+def lab_dir(lab: str) -> Path:
+    return rundir() / "labs" / lab
+
+
+def netns_name(lab: str, node: str) -> str:
+    return f"{NETNS_PREFIX}{lab}-{node}"
+
+
+def medium_socket(lab: str) -> Path:
+    """The medium's datagram socket (radios send ATTACH/TX here)."""
+    return lab_dir(lab) / "medium.sock"
+
+
+def medium_control_socket(lab: str) -> Path:
+    """The medium's control socket (JSON lines: move, link, positions, stats)."""
+    return lab_dir(lab) / "medium-ctl.sock"
+
+
+def node_dir(lab: str, node: str) -> Path:
+    return lab_dir(lab) / "nodes" / node
+
+
+def radio_socket(lab: str, node: str) -> Path:
+    """The radio's datagram address towards the medium."""
+    return node_dir(lab, node) / "radio.sock"
+
+
+def radio_control_socket(lab: str, node: str) -> Path:
+    """The radio's control socket: station dump and link events for the node's software."""
+    return node_dir(lab, node) / "radio-ctl.sock"
+
+
+def logs_dir(lab: str) -> Path:
+    return lab_dir(lab) / "logs"
+
+
+def ground_truth_log(lab: str) -> Path:
+    return logs_dir(lab) / "ground-truth.jsonl"
+
+
+def daemon_socket(lab: str, node: str) -> Path:
+    """A lab node's daemon event socket."""
+    return node_dir(lab, node) / "events.sock"
+
+
+def proxy_socket(lab: str, node: str) -> Path:
+    """A lab node's proxy status socket."""
+    return node_dir(lab, node) / "proxy.sock"
