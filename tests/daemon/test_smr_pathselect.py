@@ -128,19 +128,20 @@ def test_concurrent_round_robin_alternates() -> None:
     assert got == [(S, 2, D), (S, 1, D), (S, 2, D), (S, 1, D)]
 
 
-def test_demote_primary_needs_a_backup() -> None:
-    ps: PathSet[int] = PathSet(Mode.BACKUP2, 2)
+def test_avoid_moves_primary_off_a_predicted_link() -> None:
+    ps: PathSet[int] = PathSet(Mode.BACKUP2, 3)
     ps.offer(0.0, (S, 1, D))
-    assert ps.demote_primary() is None
-    ps.offer(0.1, (S, 2, D))
-    sw = ps.demote_primary()
-    assert sw is not None and sw.new == (S, 2, D) and ps.paths() == [(S, 2, D), (S, 1, D)]
+    assert ps.avoid(S, 1) is None  # no backup
+    ps.offer(0.1, (S, 1, 2, D))  # also through the failing link S-1
+    ps.offer(0.2, (S, 3, D))
+    assert ps.avoid(S, 3) is None  # the primary does not use S-3
+    sw = ps.avoid(1, S)
+    assert sw is not None and (sw.old, sw.new) == ((S, 1, D), (S, 3, D))
+    assert ps.paths() == [(S, 3, D), (S, 1, 2, D), (S, 1, D)]
 
 
 paths_st = st.lists(
-    st.lists(st.integers(1, 12), min_size=0, max_size=5, unique=True).map(
-        lambda m: (S, *m, D)
-    ),
+    st.lists(st.integers(1, 12), min_size=0, max_size=5, unique=True).map(lambda m: (S, *m, D)),
     min_size=1,
     max_size=8,
 )

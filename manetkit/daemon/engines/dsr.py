@@ -733,7 +733,7 @@ class DsrEngine(RoutingEngine):
         # The recorded route, reversed, leads back to the initiator.
         self._learn(now, (self.address, *reversed(addrs), init))
         if rreq.target == self.address:
-            self._target_request(now, init, addrs)
+            self._target_request(now, init, rreq.ident, addrs)
             return
         if self._request_seen(now, init, rreq.ident, prev, len(addrs)):
             self.counters["request-duplicate"] += 1
@@ -783,9 +783,10 @@ class DsrEngine(RoutingEngine):
         return False
 
     def _target_request(
-        self, now: float, init: IPv4Address, addrs: tuple[IPv4Address, ...]
+        self, now: float, init: IPv4Address, ident: int, addrs: tuple[IPv4Address, ...]
     ) -> None:
-        """A request for this node arrived over ``addrs`` (8.2.4: reply to each copy)."""
+        """Request ``ident`` for this node arrived over ``addrs`` (8.2.4: reply to
+        each copy)."""
         self._reply(now, init, (*addrs, self.address), tuple(reversed(addrs)))
 
     def _reply_received(self, now: float, route: Path, fresh: float) -> None:

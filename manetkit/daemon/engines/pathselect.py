@@ -164,14 +164,19 @@ class PathSet(Generic[N]):
         self.entries = [e for e in self.entries if e.path != p]
         return len(self.entries) != n
 
-    def demote_primary(self) -> Switch[N] | None:
-        """Make the first backup the primary (a predicted failure of the primary); the
-        old primary stays as a backup. None when there is no backup."""
-        if len(self.entries) < 2:
+    def avoid(self, a: N, b: N, reason: str = "predicted-failure") -> Switch[N] | None:
+        """Make the first backup that does not use link a-b the primary (the link is
+        predicted to fail); the old primary stays, as the last backup, until it really
+        breaks. None when the primary does not use a-b or no backup avoids it."""
+        if not self.entries or not uses_link(self.entries[0].path, a, b):
             return None
-        old = self.entries.pop(0)
-        self.entries.append(old)
-        return Switch(old.path, self.entries[0].path, "predicted-failure")
+        for i in range(1, len(self.entries)):
+            if not uses_link(self.entries[i].path, a, b):
+                old = self.entries.pop(0)
+                self.entries.insert(0, self.entries.pop(i - 1))
+                self.entries.append(old)
+                return Switch(old.path, self.entries[0].path, reason)
+        return None
 
     def route(self) -> tuple[N, ...] | None:
         """The path for the next data packet: the primary, or in ``concurrent`` mode
