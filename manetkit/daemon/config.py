@@ -119,7 +119,7 @@ def engine_config(protocol: str, values: dict[str, Any]) -> Any:
 class DaemonConfig(_Strict):
     address: IPv4Address = Field(description="this node's mesh IPv4 address (on mesh0)")
     prefix: IPv4Network = Field(IPv4Network("10.42.0.0/16"), description="the mesh's prefix")
-    protocol: Literal["aodv", "dsr", "static"] = "aodv"
+    protocol: Literal["aodv", "dsr", "smr", "static"] = "aodv"
     radio_interface: str = Field("wlan0", min_length=1, max_length=15)
     ethertype: int = Field(0x88B5, ge=0x0600, le=0xFFFF, description="manetkit frames' ethertype")
     tun_name: str = Field("mesh0", min_length=1, max_length=15)
@@ -135,6 +135,9 @@ class DaemonConfig(_Strict):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     aodv: dict[str, Any] = Field(default_factory=dict)
     dsr: dict[str, Any] = Field(default_factory=dict)
+    smr: dict[str, Any] = Field(
+        default_factory=dict, description="SMR engine: DSR's settings plus mode, paths, ..."
+    )
     static_routes: dict[IPv4Address, IPv4Address] = Field(
         default_factory=dict, description="static engine: destination -> next hop (a neighbour)"
     )
@@ -185,11 +188,11 @@ class DaemonConfig(_Strict):
 
     def tun_mtu(self) -> int:
         """TUN MTU so that nothing fragments on a 1500-byte radio (DSR adds its header)."""
-        if self.protocol != "dsr":
+        if self.protocol not in ("dsr", "smr"):
             return RADIO_MTU  # AODV and static routing add nothing to the IP packet
         from manetkit.daemon.wire import dsr as wire_dsr
 
-        cfg = engine_config("dsr", self.dsr)
+        cfg = engine_config(self.protocol, getattr(self, self.protocol))
         max_len = getattr(cfg, "max_route_length", 16)
         return RADIO_MTU - wire_dsr.max_overhead(max_len)
 
@@ -212,7 +215,7 @@ class DaemonConfig(_Strict):
         """The effective config as plain YAML-able data (``--check`` prints it)."""
         data = self.model_dump(mode="json")
         data["ethertype"] = f"0x{self.ethertype:04X}"
-        for proto in ("aodv", "dsr"):
+        for proto in ("aodv", "dsr", "smr"):
             if proto == self.protocol:
                 cfg = self.engine_config()
                 if isinstance(cfg, BaseModel):
@@ -250,7 +253,7 @@ def parse_config(data: Any, source: str = "config") -> DaemonConfig:
     """
     cfg = validate(DaemonConfig, data, source)
     lines: list[str] = []
-    for proto in ("aodv", "dsr"):
+    for proto in ("aodv", "dsr", "smr"):
         values = getattr(cfg, proto)
         if values or proto == cfg.protocol:
             try:
