@@ -31,7 +31,7 @@ def test_defaults():
         ({}, "address", "Field required"),
         ({"address": "10.42.0.300"}, "address", "valid IPv4"),
         ({"address": "10.43.0.1"}, "(top level)", "not inside prefix"),
-        ({"address": "10.42.0.1", "protocol": "olsr"}, "protocol", "'aodv', 'dsr' or 'static'"),
+        ({"address": "10.42.0.1", "protocol": "olsr"}, "protocol", "'aodv', 'dsr', 'smr' or 'static'"),
         ({"address": "10.42.0.1", "ethertype": "0x0800x"}, "ethertype", "not a number"),
         ({"address": "10.42.0.1", "ethertype": 5}, "ethertype", "greater than or equal"),
         (
