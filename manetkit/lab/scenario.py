@@ -147,7 +147,7 @@ class Scenario(_Strict):
 
     name: str | None = None
     nodes: int = Field(ge=1, le=1000)
-    stack: Literal["none", "aodv", "dsr"] = "none"
+    stack: Literal["none", "aodv", "dsr", "smr"] = "none"
     proxy: Literal["none", "plain", "fixed-rto", "elfn", "bus"] = "none"
     seed: int = 1
     duration_s: float | None = Field(None, gt=0)

@@ -4,7 +4,7 @@
 every radio is attached, waits until each spec's ``ready()`` is true, and ``lab down``
 stops them.
 
-For ``stack: aodv|dsr`` every node nI runs ``manetkit daemon`` with a generated config
+For ``stack: aodv|dsr|smr`` every node nI runs ``manetkit daemon`` with a generated config
 (written to ``<lab dir>/nodes/nI/daemon.yaml``): mesh address 10.42.0.I (for I > 254,
 10.42.(I // 256).(I % 256)), radio_interface radio0, link sensing from the lab radio's
 station table, event socket ``<lab dir>/nodes/nI/events.sock`` (``daemon_socket``).
@@ -212,7 +212,7 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     stack = getattr(scenario, "stack", "none")
     proxy = getattr(scenario, "proxy", "none")
     specs: list[ProcessSpec] = []
-    if stack in ("aodv", "dsr"):
+    if stack in ("aodv", "dsr", "smr"):
         extra = extra_from_env()
         if proxy == "bus":
             # a bus proxy freezes on ERDN and resumes on ERSN: without the daemons' BuS
@@ -220,9 +220,9 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
             extra = _merge(extra, {stack: {"bus": True}})
         specs.append(daemon_spec(lab, node, stack, extra))
     elif stack != "none":
-        raise UserError(f"stack {stack!r} is not built (use aodv, dsr or none)")
+        raise UserError(f"stack {stack!r} is not built (use aodv, dsr, smr or none)")
     if proxy in ("plain", "fixed-rto", "elfn", "bus"):
-        with_daemon = stack in ("aodv", "dsr")
+        with_daemon = stack in ("aodv", "dsr", "smr")
         specs.append(proxy_spec(lab, node, proxy, with_daemon, proxy_extra_from_env()))
     elif proxy != "none":
         raise UserError(f"proxy {proxy!r} is not known (use none, plain, fixed-rto, elfn, bus)")
