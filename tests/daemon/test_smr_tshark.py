@@ -1,0 +1,56 @@
+"""tshark decodes SMR's frames as plain DSR (one wire: RFC 4728 options only).
+
+A backup1 discovery on the ladder of tests/daemon/test_smr_engine.py, data over both
+rails (a break in between): every frame is decoded by tshark's DSR dissector with the
+options the engine put in it, including the duplicate requests SMR forwards and the
+destination's second, selected reply.
+"""
+
+from __future__ import annotations
+
+from manetkit.daemon.wire import dsr
+from tests.daemon.dsrutil import A, first, tcp_packet
+from tests.daemon.test_dsr_tshark import seen, tshark_view
+from tests.daemon.test_smr_engine import LADDER, net
+from tests.helpers import tshark
+
+
+def test_smr_frames_decode_as_dsr() -> None:
+    sim = net(range(1, 9), LADDER, slow=(2,), mode="backup1")
+    sim.send(A(1), tcp_packet(A(1), A(8), 40000, 80, 1000))
+    sim.run(duration=1.0)
+    sim.unlink(A(1), A(2))
+    sim.send(A(1), tcp_packet(A(1), A(8), 40000, 80, 2000))
+    sim.run(duration=1.0)
+    frames = sim.frames
+    decoded = tshark.decode([f.ether() for f in frames])
+    assert len(decoded) == len(frames)
+    kinds = set()
+    for f, layers in zip(frames, decoded, strict=True):
+        assert layers["ip"]["ip.checksum.status"] == "1"
+        assert layers["ip"]["ip.proto"] == "48"
+        _, hdr = dsr.parse(f.packet)
+        shown = list(layers["dsr"]["Options"].values())
+        ours = [p.option for p in hdr.options if not isinstance(p.option, dsr.UnknownOption)]
+        shown = [s for s in shown if s.get("dsr.option.type") != "0"]  # ELFN shim (PadN)
+        assert len(shown) == len(ours)
+        for opt, layer in zip(ours, shown, strict=True):
+            kinds.add(type(opt))
+            assert seen(layer) == tshark_view(opt), (f, opt)
+    assert {dsr.RouteRequest, dsr.RouteReply, dsr.SourceRoute} <= kinds
+    replies = [
+        seen(decoded[i]["dsr"]["Options"]["Route reply"])["hops"]
+        for i, f in enumerate(frames)
+        if f.sender == A(8) and first(f.packet, dsr.RouteReply)
+    ]
+    # The first copy's path at once, then the shortest-hop one (Lim/Xu/Gerla V-B.1).
+    assert replies == [
+        ["10.42.0.4", "10.42.0.5", "10.42.0.6", "10.42.0.8"],
+        ["10.42.0.2", "10.42.0.3", "10.42.0.8"],
+    ]
+    after = [
+        str(f.next_hop)
+        for i, f in enumerate(frames)
+        if f.sender == A(1) and decoded[i].get("tcp", {}).get("tcp.seq_raw") == "2000"
+    ]
+    assert after[-1] == "10.42.0.4"  # the backup rail carried it
