@@ -29,6 +29,7 @@ elfn on ``route-down`` only after ``bus_wait``: they then probe like elfn.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,6 +164,30 @@ def recoveries(samples: list[tuple[float, int]], ups: list[float], t1: float) ->
         nxt = next((t for t, _ in samples if t > u), None)
         out.append(round(nxt - u, 3) if nxt is not None and nxt <= t1 else None)
     return out
+
+
+def route_returns(events: list[dict], ups_wall: list[float], node: str = SRC) -> list[float | None]:
+    """For each link-up (unix time), seconds until ``node``'s daemon reported a route to
+    the receiver again (its first route-up after the link-up; None if none came before
+    the next link-up): the moment the route is back, where ELFN can resume."""
+    times = sorted(
+        float(e["time"]) for e in events
+        if e.get("node") == node and e.get("event") == "route-up" and e.get("dst") == DST_ADDR
+    )  # fmt: skip
+    out: list[float | None] = []
+    for i, u in enumerate(ups_wall):
+        nxt = ups_wall[i + 1] if i + 1 < len(ups_wall) else float("inf")
+        t = next((x for x in times if u <= x < nxt), None)
+        out.append(round(t - u, 3) if t is not None else None)
+    return out
+
+
+def after_route(recovery: list[float | None], route: list[float | None]) -> list[float | None]:
+    """Recovery counted from the route's return instead of the link's."""
+    return [
+        round(r - q, 3) if r is not None and q is not None else None
+        for r, q in zip(recovery, route, strict=True)
+    ]
 
 
 # --- the daemons' event streams ---------------------------------------------------------------
@@ -290,7 +316,8 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
     recorder: EventRecorder | None = None
     captures: list[Capture] = []
     try:
-        nodes.up(SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
+        with _proxy_partition_timeout(work, sch):
+            nodes.up(SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
         recorder = EventRecorder(lab, ["n1", "n2", "n3", "n4"], work / f"{tag}-events.jsonl")
         if args.capture:
             captures = [Capture(lab, n, work / f"{tag}-{n}.pcap") for n in (SRC, DST)]
@@ -345,6 +372,11 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
     samples = [(float(a), int(b)) for a, b in rres.get("samples", [])]
     rec = recoveries(samples, ups, t1)
     got = [x for x in rec if x is not None]
+    evfile = work / f"{tag}-events.jsonl"
+    evs = [json.loads(x) for x in evfile.read_text().splitlines()] if evfile.exists() else []
+    route = route_returns(evs, ups_wall)
+    rec_route = after_route(rec, route)
+    got_route = [x for x in rec_route if x is not None]
     intact = rres.get("bytes", 0) > 0 and rres.get("sha256") == stream_sha256(rres["bytes"])
     return {
         "mode": mode,
@@ -362,7 +394,29 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
         "link_up_unix": [round(x, 3) for x in ups_wall],  # to read the copied logs by
         "recovery_mean_s": round(sum(got) / len(got), 3) if got else None,
         "recovery_max_s": max(got) if got else None,
+        # from n1's route-up after each link-up: the route's return
+        "route_back_s": route,
+        "recovery_after_route_s": rec_route,
+        "recovery_after_route_mean_s": (
+            round(sum(got_route) / len(got_route), 3) if got_route else None
+        ),
     }
+
+
+@contextlib.contextmanager
+def _proxy_partition_timeout(work: Path, sch: Schedule) -> Iterator[None]:
+    """Breaks near the proxies' 30 s partition timeout would reset the app (plain TCP has
+    no such limit): give the proxies ``down + 30`` s unless the user set a config."""
+    if os.environ.get(stacks.PROXY_EXTRA_ENV) or sch.down + 30 <= 30:
+        yield
+        return
+    path = work / "proxy-extra.yaml"
+    path.write_text(json.dumps({"partition_timeout": sch.down + 30}))
+    os.environ[stacks.PROXY_EXTRA_ENV] = str(path)
+    try:
+        yield
+    finally:
+        del os.environ[stacks.PROXY_EXTRA_ENV]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -402,7 +456,7 @@ def run(args: argparse.Namespace) -> int:
         f"{args.down:g} s down every {args.period:g} s, {args.duration:g} s"))  # fmt: skip
     t = Table(
         "break s", "mode", "goodput kbit/s", "intact", "app error", "breaks",
-        "recovery s (each)", title=title,
+        "recovery s (each)", "after route-up s", title=title,
     )  # fmt: skip
     for r in results:
         each = " ".join("-" if x is None else f"{x:.2f}" for x in r["recovery_s"])
@@ -415,10 +469,17 @@ def run(args: argparse.Namespace) -> int:
             r["sender_error"] or r["receiver_error"] or "none",
             str(r["breaks"]),
             f"mean {mean} ({each})",
+            _mean_each(r["recovery_after_route_s"]),
         )
     console.print(t)
     console.print(f"wrote {out / 'flap.json'}")
     return 0 if all(r["intact"] for r in results) else 1
+
+
+def _mean_each(xs: list[float | None]) -> str:
+    got = [x for x in xs if x is not None]
+    each = " ".join("-" if x is None else f"{x:.2f}" for x in xs)
+    return f"mean {sum(got) / len(got):.2f} ({each})" if got else f"- ({each})"
 
 
 def register(parser: argparse.ArgumentParser) -> None:

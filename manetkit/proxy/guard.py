@@ -8,8 +8,9 @@
 * RESUME (and a repeated OPEN) is honoured only for a session created by the same peer
   address; session ids are 128 random bits (``secrets.token_bytes``), so they cannot be
   guessed either.
-* Offsets a peer cannot know (a RESUME or ACK beyond what was sent) reset the session
-  (:mod:`manetkit.proxy.session`).
+* A RESUME whose delivered offset lies outside what was sent and not yet acknowledged
+  is refused with RESET before the live leg is touched (``Session.resume_refusal``);
+  such offsets on a live leg (ACK, DATA) reset the session (:mod:`manetkit.proxy.session`).
 
 Each refusal is counted in status and logged once per (reason, peer), not per packet.
 """

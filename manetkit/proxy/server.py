@@ -93,6 +93,7 @@ class Proxy:
             "protocol_errors": 0,
             "unknown_session": 0,
             "resume_wrong_peer": 0,
+            "bogus_offset": 0,
             "refused_destination": 0,
             "stale_transports": 0,
             "bad_hellos": 0,
@@ -325,6 +326,10 @@ class Proxy:
                 return None
             if not relay.session.accepts_hello(hello):
                 self.counters["stale_transports"] += 1
+                return None
+            bogus = relay.session.resume_refusal(hello)
+            if bogus is not None:
+                self._refuse(conn, "bogus_offset", peer, bogus)
                 return None
             return relay
         if isinstance(hello, fr.Resume):

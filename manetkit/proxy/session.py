@@ -229,6 +229,16 @@ class Session:
         live transport."""
         return not self._hello_seen or frame.epoch > self.epoch
 
+    def resume_refusal(self, frame: fr.Open | fr.Resume) -> str | None:
+        """Acceptor: why a hello's offsets cannot come from our peer (None: plausible).
+
+        A RESUME may only claim delivery of bytes we sent and have not yet seen
+        acknowledged, ``[acked, sent_high]``: the shell refuses anything else with RESET
+        before the live transport is touched, so a forged hello cannot break it."""
+        if isinstance(frame, fr.Resume) and not self.acked <= frame.delivered <= self.sent_high:
+            return f"RESUME delivered {frame.delivered} outside [{self.acked}, {self.sent_high}]"
+        return None
+
     # --- transport inputs --------------------------------------------------------------
 
     def new_transport(self, now: float) -> None:

@@ -46,3 +46,17 @@ def test_breaks_give_one_window_per_length_with_the_default_up_time() -> None:
     for bad in (["--breaks", "3,x"], ["--breaks", "0"], ["--breaks", "3", "--count", "0"]):
         with pytest.raises(UserError, match="--breaks|--count"):
             schedules(p.parse_args(bad))
+
+
+def test_route_return_is_the_sources_first_route_up_after_each_link_up() -> None:
+    from manetkit.bench.flap import after_route, route_returns
+
+    evs = [
+        {"node": "n1", "event": "route-up", "dst": "10.42.0.4", "time": 100.5},
+        {"node": "n1", "event": "route-up", "dst": "10.42.0.3", "time": 100.2},  # not n4
+        {"node": "n2", "event": "route-up", "dst": "10.42.0.4", "time": 100.1},  # not n1
+        {"node": "n1", "event": "route-up", "dst": "10.42.0.4", "time": 100.9},  # later
+        {"node": "n1", "event": "route-up", "dst": "10.42.0.4", "time": 99.0},  # before
+    ]
+    assert route_returns(evs, [100.0, 110.0]) == [0.5, None]
+    assert after_route([1.7, 2.0], [0.5, None]) == [1.2, None]

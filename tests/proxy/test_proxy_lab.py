@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from manetkit.lab import netns, nodes, paths
-from tests.lab.conftest import SCENARIOS, manetkit, unique_lab, wait_for
-from tests.lab.stackutil import need_engine, nsexec, nspopen
+from tests.helpers.lab import SCENARIOS, manetkit, nsexec, nspopen, unique_lab, wait_for
 from tests.proxy.httpd import body
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -67,7 +66,6 @@ def node_status(lab: str) -> dict:
 
 @pytest.mark.parametrize("mode", ["fixed-rto", "elfn", "bus"])
 def test_transfer_over_3_hops_survives_a_5s_break(lab_up, mode: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    need_engine("dsr")
     lab = lab_up("--stack", "dsr", "--proxy", mode, "--set", "radio.rate_mbps=11")
     # Each node's proxy has its nft table (lab up waited for it to subscribe to its daemon).
     for n in ("n1", "n4"):
