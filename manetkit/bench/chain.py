@@ -29,12 +29,13 @@ from pathlib import Path
 import yaml
 from rich.table import Table
 
-from manetkit import paths
+from manetkit import paths, procs
 from manetkit.bench import report
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, scenario
 from manetkit.lab.medium import protocol
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
+from manetkit.macaddr import format_mac
 
 SUBNET = "10.43.0"
 IPERF_PORT = 5201
@@ -106,7 +107,7 @@ def configure_chain(lab: str, hosts: int) -> None:
         # traffic and its timeouts out of the measurement.
         for j in (k - 1, k + 1):
             if 1 <= j <= hosts:
-                mac = protocol.mac_str(protocol.node_mac(j))
+                mac = format_mac(protocol.node_mac(j))
                 batch.append(f"neigh replace {addr(j)} lladdr {mac} dev radio0 nud permanent")
         for j in range(1, hosts + 1):
             if abs(j - k) > 1:
@@ -161,13 +162,7 @@ def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
                 error = json.loads(proc.stdout).get("error") or error
             raise _IperfFailed(f"exit {proc.returncode}: {error or 'incomplete report'}") from None
     finally:
-        if server.poll() is None:
-            server.terminate()
-        try:
-            server.wait(5)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        procs.stop(server)
 
 
 def measure(

@@ -24,12 +24,7 @@ BENCHES: list[tuple[str, str]] = [
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", metavar="BENCH")
     for name, help_text in BENCHES:
-        try:
-            mod = importlib.import_module(f"manetkit.bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("manetkit.bench"):
-                continue  # not built yet
-            raise
+        mod = importlib.import_module(f"manetkit.bench.{name}")
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--out", default="results", help="directory for the JSON (and plots)")
         mod.register(p)

@@ -24,7 +24,8 @@ from typing import Any
 from rich.table import Table
 
 from manetkit.bench import report
-from manetkit.bench.vethlab import VethMesh, wait_for
+from manetkit.bench.vethlab import VethMesh
+from manetkit.procs import wait_for
 
 GOAL_IDLE_CPU_PCT = 1.0
 GOAL_RSS_MB = 60.0

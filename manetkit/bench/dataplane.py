@@ -30,8 +30,10 @@ from typing import Any
 
 from rich.table import Table
 
+from manetkit import procs
 from manetkit.bench import report
-from manetkit.bench.vethlab import VethMesh, sh, wait_for
+from manetkit.bench.vethlab import VethMesh, sh
+from manetkit.procs import wait_for
 
 GOAL_PPS = 40_000
 GOAL_TCP_MBPS = 300.0
@@ -126,8 +128,7 @@ def _blast(mesh: VethMesh, ethertype: int, seconds: float) -> dict[str, float]:
         c1, t1, u1 = _rx_packets(mesh, 3), time.monotonic(), _cpu_s(fwd_pid)
         sent = int((p.communicate(timeout=30)[0] or "0").strip() or 0)
     finally:
-        if p.poll() is None:
-            p.kill()
+        procs.stop(p)
     return {
         "pps": (c1 - c0) / (t1 - t0),
         "offered_pps": sent / (warm + seconds + 0.5),

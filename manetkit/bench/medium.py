@@ -33,7 +33,6 @@ import contextlib
 import math
 import os
 import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from manetkit import procs
 from manetkit.bench import report
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.airtime import Airtime
@@ -229,13 +229,7 @@ def measure(
         for s in radios.values():
             sel.unregister(s)
             s.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        procs.stop(proc, grace=10)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,29 +16,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from manetkit.jsonlines import request
+from manetkit.procs import wait_for
 
 
 def sh(*cmd: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=timeout)
-
-
-def wait_for(cond, timeout: float, what: str, interval: float = 0.05):
-    """Poll ``cond()`` until truthy (real-network tests only)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 class VethMesh:

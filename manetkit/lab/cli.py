@@ -7,7 +7,6 @@ lab runs (``medium``, ``radio``), which ``lab up`` starts and which are rarely t
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import subprocess
@@ -308,14 +307,9 @@ def cmd_radio(args: argparse.Namespace) -> int:
 
 
 def _register_medium(sub) -> None:
+    from manetkit.lab.medium import server
+
     p = sub.add_parser("medium", help="run a lab's medium (lab up starts it)")
-    try:
-        server = importlib.import_module("manetkit.lab.medium.server")
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("manetkit"):
-            raise
-        p.set_defaults(func=lambda a: (_ for _ in ()).throw(UserError("medium not built yet")))
-        return
     server.add_arguments(p)
     p.set_defaults(func=server.run)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from manetkit import paths
+from manetkit import paths, procs
 from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, stacks
@@ -153,8 +153,7 @@ def run(args: argparse.Namespace) -> int:
         return 0 if ok else 1
     finally:
         for s in servers:
-            s.kill()
-            s.wait()
+            procs.stop(s)
         if args.keep:
             console.print(
                 f"lab left up: `manetkit lab status --name {lab}`; `manetkit lab down --name {lab}`"

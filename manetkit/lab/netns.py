@@ -11,11 +11,8 @@ Used by ``manetkit lab``, by benchmarks and by tests of every part.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -129,50 +126,3 @@ def cmdline(pid: int) -> list[str]:
     except OSError:
         return []
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` runs (a zombie counts as dead: it only waits to be reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    # The state letter follows the ")" that closes the command name.
-    return stat[stat.rindex(")") + 2] not in "ZX"
-
-
-def _reap(pid: int) -> None:
-    # Our own children (tests, ``lab up`` before it exits) must be waited for, or they
-    # stay zombies; anyone else's are reaped by their parent.
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def terminate(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:
-    """SIGTERM ``pids``, SIGKILL those still running after ``grace`` s; returns the killed."""
-    me = {os.getpid(), os.getppid()}
-    pending = {p for p in pids if p not in me}
-    for pid in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            _reap(pid)
-            if not alive(pid):
-                pending.discard(pid)
-        if pending:
-            time.sleep(0.02)
-    killed = sorted(pending)
-    for pid in killed:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 2.0
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            _reap(pid)
-            if not alive(pid):
-                pending.discard(pid)
-        if pending:
-            time.sleep(0.02)
-    return killed

@@ -25,6 +25,7 @@ from manetkit import paths
 from manetkit.errors import UserError
 from manetkit.lab import netns, radio, stacks
 from manetkit.lab.stacks import ProcessSpec
+from manetkit.procs import alive, terminate
 
 STATE_FILE = "state.json"
 
@@ -139,7 +140,7 @@ def _wait(ready, deadline: float, what: str, procs: list[ProcessInfo]) -> None:
         pending = ready()
         if not pending:
             return
-        dead = [p for p in procs if not netns.alive(p.pid)]
+        dead = [p for p in procs if not alive(p.pid)]
         if dead:
             p = dead[0]
             raise UserError(f"{p.name} exited during start-up; its log says:\n    {_log_tail(p)}")
@@ -285,11 +286,11 @@ def down(lab: str, *, grace: float = 5.0) -> DownReport:
         pids |= {p.pid for p in state.processes if p.pid in find_processes(lab)}
     spaces = namespaces(lab)
     pids |= netns.pids_in(spaces)  # whatever else runs in the nodes (iperf3, shells...)
-    killed = netns.terminate(pids, grace=grace)
+    killed = terminate(pids, grace=grace)
     # A process could have started in a namespace meanwhile (a racing `lab exec`).
     leftover = netns.pids_in(spaces)
     if leftover:
-        killed += netns.terminate(leftover, grace=1.0)
+        killed += terminate(leftover, grace=1.0)
     for ns in spaces:
         netns.delete(ns)
     d = paths.lab_dir(lab)
@@ -311,7 +312,7 @@ def status(lab: str) -> dict:
         for p in state.processes:
             known.add(p.pid)
             procs.append(
-                {"name": p.name, "pid": p.pid, "alive": netns.alive(p.pid), "netns": p.netns}
+                {"name": p.name, "pid": p.pid, "alive": alive(p.pid), "netns": p.netns}
             )
     for pid in sorted(find_processes(lab) - known):
         procs.append({"name": "?", "pid": pid, "alive": True, "argv": netns.cmdline(pid)})

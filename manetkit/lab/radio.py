@@ -44,7 +44,7 @@ from pathlib import Path
 from manetkit import jsonlines, paths, runner
 from manetkit.lab.medium import protocol
 from manetkit.lab.stations import DEFAULT_EXPIRY_S, StationTable
-from manetkit.macaddr import format_mac as mac_str
+from manetkit.macaddr import format_mac
 from manetkit.tuntap import open_tap, set_carrier
 
 log = logging.getLogger("manetkit.lab.radio")
@@ -95,7 +95,7 @@ def configure_link(name: str, mac: bytes) -> None:
 
     with IPRoute() as ipr:
         idx = ipr.link_lookup(ifname=name)[0]
-        ipr.link("set", index=idx, address=mac_str(mac), mtu=MTU, state="up")
+        ipr.link("set", index=idx, address=format_mac(mac), mtu=MTU, state="up")
 
 
 class Radio:
@@ -196,7 +196,7 @@ class Radio:
             self.node,
             self.lab,
             self.interface,
-            mac_str(self.mac),
+            format_mac(self.mac),
             self.medium_addr,
         )
         try:
@@ -248,7 +248,7 @@ class Radio:
             self.counters["malformed"] += 1
             return
         if msg.mac != self.mac:
-            log.warning("medium gives MAC %s, radio0 has %s", mac_str(msg.mac), mac_str(self.mac))
+            log.warning("medium gives MAC %s, radio0 has %s", format_mac(msg.mac), format_mac(self.mac))
         self._medium_overhear = False  # every ATTACH resets it in the medium
         self._sync_overhear()
         if not self.attached:
@@ -355,7 +355,7 @@ class Radio:
                 if st is None:
                     self.stations.received(src, signal_dbm, n - 3, now)
                     self._emit(
-                        {"event": "station-new", "mac": mac_str(src), "signal_dbm": signal_dbm}
+                        {"event": "station-new", "mac": format_mac(src), "signal_dbm": signal_dbm}
                     )
                 else:  # inline StationTable.received for the common case
                     st.signal_dbm = signal_dbm
@@ -393,7 +393,7 @@ class Radio:
             self.counters["rx_overheard_dropped"] += 1
             return
         if self.stations.overheard(src, signal_dbm, now):
-            self._emit({"event": "station-new", "mac": mac_str(src), "signal_dbm": signal_dbm})
+            self._emit({"event": "station-new", "mac": format_mac(src), "signal_dbm": signal_dbm})
         try:
             os.write(self.tap_fd, frame)
             self.counters["rx_overheard"] += 1
@@ -432,7 +432,7 @@ class Radio:
             self._emit(
                 {
                     "event": "tx-failed",
-                    "mac": mac_str(msg.dst_mac),
+                    "mac": format_mac(msg.dst_mac),
                     "retries": msg.retries,
                     "frame": msg.frame.hex(),
                 }
@@ -449,7 +449,7 @@ class Radio:
         while True:
             await asyncio.sleep(1.0)
             for mac in self.stations.expire(time.monotonic()):
-                self._emit({"event": "station-gone", "mac": mac_str(mac), "reason": "inactive"})
+                self._emit({"event": "station-gone", "mac": format_mac(mac), "reason": "inactive"})
 
     def stats(self) -> dict:
         return {
@@ -457,7 +457,7 @@ class Radio:
             "lab": self.lab,
             "node": self.node,
             "interface": self.interface,
-            "mac": mac_str(self.mac),
+            "mac": format_mac(self.mac),
             "attached": self.attached,
             "stations": len(self.stations.by_mac),
             "promiscuous": self.promiscuous,

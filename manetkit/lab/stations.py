@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from manetkit.macaddr import format_mac
+
 # mac80211 keeps the average signal as an EWMA with weight 1/8 (DECLARE_EWMA(signal, 10, 8)
 # in net/mac80211/sta_info.h); the first sample initialises it.
 SIGNAL_EWMA_WEIGHT = 8
@@ -37,7 +39,7 @@ class Station:
 
     def as_dict(self, now: float) -> dict:
         return {
-            "mac": mac_str(self.mac),
+            "mac": format_mac(self.mac),
             "signal_dbm": None if self.signal_dbm is None else round(self.signal_dbm, 2),
             "signal_avg_dbm": None
             if self.signal_avg_dbm is None
@@ -52,10 +54,6 @@ class Station:
             "tx_failed": self.tx_failed,
             "rx_overheard": self.rx_overheard,
         }
-
-
-def mac_str(mac: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in mac)
 
 
 class StationTable:

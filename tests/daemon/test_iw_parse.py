@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from manetkit.daemon.linksense.iw import IwParseError, mac_to_bytes, parse_station_dump
+from manetkit.daemon.linksense.iw import IwParseError, parse_station_dump
+from manetkit.macaddr import parse_mac
 
 DATA = Path(__file__).parent.parent / "data" / "iw"
 
@@ -17,7 +18,7 @@ def load(name: str) -> list:
 
 def test_ath10k_ibss_tabs_and_chain_signals():
     a, b = load("ath10k_ibss.txt")
-    assert a.info.mac == mac_to_bytes("06:f0:21:31:5b:a1")
+    assert a.info.mac == parse_mac("06:f0:21:31:5b:a1")
     assert a.interface == "adhoc0"
     assert a.info.signal_dbm == -46.0 and a.info.signal_avg_dbm == -46.0
     assert a.chain_signal_dbm == (-93, -46)

@@ -14,16 +14,17 @@ from pyroute2.netlink.exceptions import NetlinkError
 from pyroute2.netlink.nl80211 import NL80211_NAMES, nl80211cmd
 
 from manetkit.daemon.linksense.base import StationGone, StationSeen, StationTxFailed
-from manetkit.daemon.linksense.iw import mac_to_bytes, parse_station_dump
+from manetkit.daemon.linksense.iw import parse_station_dump
 from manetkit.daemon.linksense.nl80211 import (
     Nl80211Backend,
     StationTracker,
     station_from_message,
 )
+from manetkit.macaddr import parse_mac
 
 DATA = Path(__file__).parent.parent / "data"
-A = mac_to_bytes("02:00:00:00:01:00")
-B = mac_to_bytes("02:00:00:00:02:00")
+A = parse_mac("02:00:00:00:01:00")
+B = parse_mac("02:00:00:00:02:00")
 
 
 def wire_message(attrs: dict) -> nl80211cmd:

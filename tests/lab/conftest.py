@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,15 +11,8 @@ import pytest
 
 from manetkit import paths
 from manetkit.lab import netns, nodes
-
-REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = REPO / "configs" / "scenarios"
-_counter = itertools.count()
-
-
-def unique_lab(prefix: str = "lt") -> str:
-    """A lab name no parallel test (or engineer) uses: prefix + pid + counter, <= 12 chars."""
-    return f"{prefix}{os.getpid() % 100000}{next(_counter)}"[:12]
+from tests.helpers.lab import manetkit, unique_lab
+from tests.helpers.radio import FakeMedium
 
 
 @pytest.fixture
@@ -32,22 +22,6 @@ def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d.mkdir()
     monkeypatch.setenv("MANETKIT_RUNDIR", str(d))
     return d
-
-
-def manetkit(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the real console script (as a user would), capturing its output."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "manetkit.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"manetkit {' '.join(args)} exited {proc.returncode}\n"
-            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-        )
-    return proc
 
 
 @pytest.fixture
@@ -72,13 +46,26 @@ def lab_factory(rundir: Path) -> Iterator[Callable[..., str]]:
             assert not netns.list_names(f"{paths.NETNS_PREFIX}{lab}-")
 
 
-def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "condition"):
-    """Poll ``cond`` until it returns a truthy value (real-network tests only)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
+@pytest.fixture
+def radio_node(rundir):
+    """A namespace ``mk-<lab>-n1`` running the real radio process against a FakeMedium."""
+    lab = unique_lab("rd")
+    ns = paths.netns_name(lab, "n1")
+    medium = FakeMedium(lab)
+    netns.create(ns)
+    proc = None
+    try:
+        proc = netns.popen(
+            ns,
+            [sys.executable, "-m", "manetkit.lab.radio", "--lab", lab, "--node", "n1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        yield lab, ns, medium, proc
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        medium.close()
+        netns.delete(ns)

@@ -21,11 +21,11 @@ import yaml
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 
-from manetkit import paths
+from manetkit import paths, procs
 from manetkit.lab import netns, nodes, radio
 from manetkit.lab.medium import protocol
-
-from .conftest import SCENARIOS, manetkit, unique_lab, wait_for
+from manetkit.macaddr import format_mac
+from tests.helpers.lab import SCENARIOS, manetkit, unique_lab, wait_for
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -55,7 +55,7 @@ def setup_ip(lab: str, count: int) -> None:
         batch = [f"addr add {addr(k)}/24 dev radio0"]
         for j in range(1, count + 1):
             if j != k:
-                mac = protocol.mac_str(protocol.node_mac(j))
+                mac = format_mac(protocol.node_mac(j))
                 batch.append(f"neigh replace {addr(j)} lladdr {mac} dev radio0 nud permanent")
         netns.run(ns(lab, f"n{k}"), ["ip", "-batch", "-"], input="\n".join(batch) + "\n")
 
@@ -66,7 +66,7 @@ def stations(lab: str, node: str) -> dict[str, dict]:
 
 
 def mac(k: int) -> str:
-    return protocol.mac_str(protocol.node_mac(k))
+    return format_mac(protocol.node_mac(k))
 
 
 def ping(lab: str, src: int, dst: int, count: int = 2) -> bool:
@@ -120,6 +120,10 @@ def test_chain_range_broadcast_and_walk_away(lab_factory):
     iw = manetkit("lab", "stations", "n2", "--name", lab, "--iw").stdout
     assert f"Station {mac(1)} (on radio0)" in iw and f"Station {mac(3)} (on radio0)" in iw
     assert "\tsignal:  \t" in iw
+    # Into a pipe (capture_output), the table keeps whole MACs and numbers (issue 10):
+    # ``lab stations n2 | grep 02:6d:6b:00:00:01`` must find the station.
+    table = manetkit("lab", "stations", "n2", "--name", lab).stdout
+    assert mac(1) in table and mac(3) in table and "…" not in table
     status = json.loads(manetkit("lab", "status", "--name", lab, "--json").stdout)[0]
     assert status["nodes"] == ["n1", "n2", "n3", "n4", "n5"]
     assert status["positions"]["positions"]["n3"] == [400.0, 0.0]
@@ -266,7 +270,7 @@ def test_down_after_crash_leaves_nothing(lab_factory):
     os.kill(pids["medium"], signal.SIGKILL)
     os.kill(pids["radio-n2"], signal.SIGKILL)
     (paths.lab_dir(lab) / "state.json").unlink()  # and the state file is lost too
-    wait_for(lambda: not netns.alive(pids["medium"]), what="medium to die")
+    wait_for(lambda: not procs.alive(pids["medium"]), what="medium to die")
     status = json.loads(manetkit("lab", "status", "--name", lab, "--json").stdout)[0]
     assert status["medium"] is None and len(status["namespaces"]) == 3
     out = manetkit("lab", "down", "--name", lab).stdout
@@ -274,7 +278,7 @@ def test_down_after_crash_leaves_nothing(lab_factory):
     stray.wait(timeout=5)
     assert _lab_leftovers(lab) == []
     for pid in pids.values():
-        assert not netns.alive(pid)
+        assert not procs.alive(pid)
     # Idempotent.
     assert manetkit("lab", "down", "--name", lab).returncode == 0
     assert _lab_leftovers(lab) == []
@@ -307,7 +311,7 @@ def test_rwp30_up_under_30s_and_down_clean(lab_factory):
     print(f"rwp-30: lab up took {elapsed:.1f} s (inside: {state.up_seconds} s)")
     assert elapsed < 30
     assert len(nodes.namespaces(lab)) == 30
-    assert all(netns.alive(p.pid) for p in state.processes)
+    assert all(procs.alive(p.pid) for p in state.processes)
     t0 = time.monotonic()
     manetkit("lab", "down", "--name", lab)
     print(f"rwp-30: lab down took {time.monotonic() - t0:.1f} s")

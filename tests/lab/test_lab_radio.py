@@ -7,18 +7,17 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 
 import pytest
 from scapy.layers.l2 import ARP, Ether
 
 from manetkit import paths
-from manetkit.lab import netns, radio
+from manetkit.lab import netns
 from manetkit.lab.medium import protocol
 from manetkit.lab.stations import StationTable, format_iw
-
-from .conftest import unique_lab, wait_for
+from manetkit.macaddr import format_mac
+from tests.helpers.lab import wait_for
+from tests.helpers.radio import control
 
 N1 = protocol.node_mac(1)
 N2 = protocol.node_mac(2)
@@ -75,65 +74,6 @@ def test_iw_format_matches_iw_station_dump():
     )
 
 
-class FakeMedium:
-    """The medium's end of the datagram protocol, driven by the test."""
-
-    def __init__(self, lab: str) -> None:
-        path = paths.medium_socket(lab)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(path))
-        self.sock.settimeout(10)
-        self.radio_addr: str | None = None
-
-    def recv(self) -> protocol.Message:
-        data, addr = self.sock.recvfrom(70000)
-        self.radio_addr = addr
-        return protocol.parse(data)
-
-    def recv_until(self, kind: type, pred=lambda msg: True) -> protocol.Message:
-        while True:
-            msg = self.recv()
-            if isinstance(msg, kind) and pred(msg):
-                return msg
-
-    def send(self, data: bytes) -> None:
-        assert self.radio_addr
-        self.sock.sendto(data, self.radio_addr)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-@pytest.fixture
-def radio_node(rundir):
-    """A namespace ``mk-<lab>-n1`` running the real radio process against a FakeMedium."""
-    lab = unique_lab("rd")
-    ns = paths.netns_name(lab, "n1")
-    medium = FakeMedium(lab)
-    netns.create(ns)
-    proc = None
-    try:
-        proc = netns.popen(
-            ns,
-            [sys.executable, "-m", "manetkit.lab.radio", "--lab", lab, "--node", "n1"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        yield lab, ns, medium, proc
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        medium.close()
-        netns.delete(ns)
-
-
-def control(lab: str, req: dict) -> dict:
-    return radio.request(paths.radio_control_socket(lab, "n1"), req)
-
-
 @pytest.mark.netns
 def test_radio_relays_frames_keeps_stations_and_reports_tx_failures(radio_node):
     lab, ns, medium, proc = radio_node
@@ -145,7 +85,7 @@ def test_radio_relays_frames_keeps_stations_and_reports_tx_failures(radio_node):
     wait_for(lambda: control(lab, {"cmd": "stats"})["attached"], what="attached")
     link = netns.run(ns, ["ip", "-j", "link", "show", "radio0"]).stdout
     info = json.loads(link)[0]
-    assert info["address"] == protocol.mac_str(N1)
+    assert info["address"] == format_mac(N1)
     assert info["mtu"] == 1500
     assert "LOWER_UP" in info["flags"]
     netns.run(ns, ["ip", "addr", "add", "10.99.0.1/24", "dev", "radio0"])
@@ -160,19 +100,19 @@ def test_radio_relays_frames_keeps_stations_and_reports_tx_failures(radio_node):
 
     # DELIVER an ARP request from n2: the kernel behind radio0 must answer it, and the
     # answer must come back to the medium as a TX (both directions of the relay).
-    who_has = Ether(src=protocol.mac_str(N2), dst="ff:ff:ff:ff:ff:ff") / ARP(
-        op=1, hwsrc=protocol.mac_str(N2), psrc="10.99.0.2", pdst="10.99.0.1"
+    who_has = Ether(src=format_mac(N2), dst="ff:ff:ff:ff:ff:ff") / ARP(
+        op=1, hwsrc=format_mac(N2), psrc="10.99.0.2", pdst="10.99.0.1"
     )
     medium.send(protocol.deliver(-61.5, bytes(who_has)))
     assert json.loads(events.readline()) == {
         "event": "station-new",
-        "mac": protocol.mac_str(N2),
+        "mac": format_mac(N2),
         "signal_dbm": -61.5,
     }
     # (IPv6 frames queued before it was disabled may come first: skip them.)
     tx = medium.recv_until(protocol.Tx, lambda m: Ether(m.frame).haslayer(ARP))
     reply = Ether(tx.frame)
-    assert reply.dst == protocol.mac_str(N2) and reply[ARP].op == 2
+    assert reply.dst == format_mac(N2) and reply[ARP].op == 2
     assert reply[ARP].psrc == "10.99.0.1"
 
     # The medium reports that a unicast to n2 failed after 7 retries.
@@ -180,12 +120,12 @@ def test_radio_relays_frames_keeps_stations_and_reports_tx_failures(radio_node):
     ev = json.loads(events.readline())
     assert ev == {
         "event": "tx-failed",
-        "mac": protocol.mac_str(N2),
+        "mac": format_mac(N2),
         "retries": 7,
         "frame": tx.frame.hex(),
     }
     (st,) = control(lab, {"cmd": "stations"})["stations"]
-    assert st["mac"] == protocol.mac_str(N2)
+    assert st["mac"] == format_mac(N2)
     assert st["signal_dbm"] == -61.5 and st["rx_packets"] == 1
     assert st["tx_packets"] >= 1 and st["tx_failed"] == 1 and st["tx_retries"] == 7
 

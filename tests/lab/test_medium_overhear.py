@@ -14,10 +14,10 @@ from manetkit.lab import netns
 from manetkit.lab.medium import protocol
 from manetkit.lab.medium.mac import Medium
 from manetkit.lab.scenario import Radio
-
-from .conftest import wait_for
-from .test_lab_radio import control, radio_node  # noqa: F401 - radio_node is a fixture
-from .test_medium_mac import frame, medium, run
+from manetkit.macaddr import format_mac
+from tests.helpers.lab import wait_for
+from tests.helpers.medium import frame, medium, run
+from tests.helpers.radio import control
 
 # n1 -- n2 200 m apart; n3 hears n1 (141 m); n4 is 600 m away (hears nobody).
 POSITIONS = [(0, 0), (200, 0), (100, 100), (0, 600)]
@@ -99,7 +99,7 @@ def test_radio_passes_overheard_frames_only_when_promiscuous(radio_node):  # noq
     wait_for(lambda: control(lab, {"cmd": "stats"})["rx_overheard"] == 1, what="overheard")
     assert _rx_packets(ns) == before + 1
     (st,) = control(lab, {"cmd": "stations"})["stations"]
-    assert st["mac"] == protocol.mac_str(n2)
+    assert st["mac"] == format_mac(n2)
     assert (st["rx_overheard"], st["rx_packets"], st["signal_dbm"]) == (1, 0, -70.0)
 
     netns.run(ns, ["ip", "link", "set", "radio0", "promisc", "off"])

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from manetkit.lab.medium import protocol as p
+from manetkit.macaddr import format_mac
 
 FRAME = p.node_mac(2) + p.node_mac(1) + b"\x08\x00" + b"payload"
 
@@ -51,7 +52,7 @@ def test_rssi_is_clamped_to_i16():
 
 
 def test_mac_mapping():
-    assert p.mac_str(p.node_mac(0x010203)) == "02:6d:6b:01:02:03"
+    assert format_mac(p.node_mac(0x010203)) == "02:6d:6b:01:02:03"
     assert p.mac_node(p.BROADCAST_MAC) is None
     with pytest.raises(ValueError):
         p.node_mac(0)

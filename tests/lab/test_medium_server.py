@@ -15,8 +15,7 @@ import pytest
 from manetkit.errors import UserError
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.control import control
-
-from .conftest import wait_for
+from tests.helpers.lab import wait_for
 
 SCEN = """\
 nodes: 3

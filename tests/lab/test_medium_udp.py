@@ -15,8 +15,8 @@ from manetkit.errors import UserError
 from manetkit.lab import netns, radio
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.control import control
-
-from .conftest import unique_lab, wait_for
+from manetkit.macaddr import format_mac
+from tests.helpers.lab import unique_lab, wait_for
 
 SCEN = """\
 nodes: 3
@@ -194,7 +194,7 @@ def test_radios_in_namespaces_reach_a_medium_over_udp(rundir, tmp_path):
         assert stats["attached"] == ["n1", "n2"] and stats["medium"]["unicast_ok"] >= 10
         st = radio.request(paths.radio_control_socket(lab, "n2"), {"cmd": "stations"})
         st = st["stations"]
-        assert [s["mac"] for s in st] == [p.mac_str(p.node_mac(1))]
+        assert [s["mac"] for s in st] == [format_mac(p.node_mac(1))]
         assert st[0]["signal_dbm"] == pytest.approx(-60.5, abs=0.01)
     finally:
         for proc in procs:

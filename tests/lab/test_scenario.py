@@ -67,7 +67,7 @@ def test_defaults(tmp_path):
         ("nodes: 3\nradoi: {}\n", "radoi", "Extra inputs are not permitted"),
         ("nodes: 0\n", "nodes", "greater than or equal to 1"),
         ("nodes: 3\nradio: {loss: 1.5}\n", "radio.loss", "less than or equal to 1"),
-        ("nodes: 3\nstack: olsr\n", "stack", "'none', 'aodv' or 'dsr'"),
+        ("nodes: 3\nstack: olsr\n", "stack", "'none', 'aodv', 'dsr'"),
         ("nodes: 3\nradio: {rate_mbps: 54, basic_rate_mbps: 1}\n", "radio", "same PHY"),
         ("nodes: 3\nmobility: {model: random-waypoint, speed: 5}\n", "(top level)", "needs area"),
         (

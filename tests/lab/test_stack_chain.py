@@ -6,15 +6,13 @@ import json
 
 import pytest
 
-from tests.lab.conftest import SCENARIOS, wait_for
-from tests.lab.stackutil import need_engine, nsexec, nspopen, status, wait_ping
+from tests.helpers.lab import SCENARIOS, nsexec, nspopen, status, wait_for, wait_ping
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("protocol", ["aodv", "dsr"])
 def test_chain5_ping_http_iperf(lab_factory, protocol, tmp_path, record_property):
-    need_engine(protocol)
     lab = lab_factory(SCENARIOS / "chain-5.yaml", "--stack", protocol, prefix=f"s{protocol[0]}")
     # Every daemon answers and hears exactly its chain neighbours.
     wait_for(

@@ -7,12 +7,11 @@ import time
 
 import pytest
 
-from tests.lab.conftest import wait_for
-from tests.lab.stackutil import (
-    need_engine,
+from tests.helpers.lab import (
     nsexec,
     nspopen,
     status,
+    wait_for,
     wait_ping,
     write_scenario,
 )
@@ -23,7 +22,7 @@ PROTOCOLS = ["aodv", "dsr"]
 
 
 def move(lab: str, node: str, x: float, y: float) -> None:
-    from tests.lab.conftest import manetkit
+    from tests.helpers.lab import manetkit
 
     manetkit("lab", "move", "--name", lab, node, str(x), str(y))
 
@@ -31,7 +30,6 @@ def move(lab: str, node: str, x: float, y: float) -> None:
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_relay_walks_away_traffic_resumes(lab_factory, protocol, tmp_path, record_property):
     """A diamond n1 -> {n2 | n3} -> n4; the relay in use walks away, the other takes over."""
-    need_engine(protocol)
     scen = write_scenario(
         tmp_path / "diamond.yaml",
         4,
@@ -87,7 +85,6 @@ def test_partition_and_heal_delivers_buffered_packets(
     lab_factory, protocol, tmp_path, record_property
 ):
     """n1 -- n2 -- n3; n1 walks out of range, sends, comes back: the send buffer delivers."""
-    need_engine(protocol)
     scen = write_scenario(
         tmp_path / "chain3.yaml", 3, {"n1": (0, 0), "n2": (200, 0), "n3": (400, 0)}
     )

@@ -15,8 +15,7 @@ import time
 
 import pytest
 
-from tests.lab.conftest import manetkit
-from tests.lab.stackutil import need_engine, nspopen, status, wait_ping, write_scenario
+from tests.helpers.lab import manetkit, nspopen, status, wait_ping, write_scenario
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -31,7 +30,6 @@ def hops_to(lab: str, node: str, dst: str) -> int | None:
 def test_dsr_route_shortens_when_the_destination_comes_closer(
     lab_factory, tmp_path, record_property
 ):
-    need_engine("dsr")
     scen = write_scenario(
         tmp_path / "chain4.yaml",
         4,

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from manetkit.daemon.linksense.base import StationInfo
+from manetkit.macaddr import parse_mac
 
 _STATION = re.compile(r"^Station\s+([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})\s*(?:\(on\s+([^)]+)\))?")
 _LEADING_INT = re.compile(r"^\s*(-?\d+)")
@@ -37,11 +38,6 @@ class IwStation:
     interface: str | None
     fields: dict[str, str] = field(default_factory=dict)
     chain_signal_dbm: tuple[int, ...] = ()
-
-
-def mac_to_bytes(text: str) -> bytes:
-    """``"02:00:00:00:01:00"`` -> 6 bytes."""
-    return bytes.fromhex(text.replace(":", ""))
 
 
 def _leading_int(value: str) -> int | None:
@@ -64,7 +60,7 @@ def _block_to_station(mac: str, interface: str | None, raw: dict[str, str]) -> I
     signal = num("signal")
     signal_avg = num("signal avg")
     info = StationInfo(
-        mac=mac_to_bytes(mac),
+        mac=parse_mac(mac),
         signal_dbm=float(signal) if signal is not None else None,
         signal_avg_dbm=float(signal_avg) if signal_avg is not None else None,
         inactive_ms=num("inactive time"),

@@ -31,15 +31,9 @@ from manetkit.daemon.linksense.base import (
     StationSeen,
     StationTxFailed,
 )
+from manetkit.macaddr import parse_mac
 
 log = logging.getLogger(__name__)
-
-
-def parse_mac(text: str) -> bytes:
-    mac = bytes.fromhex(text.replace(":", ""))
-    if len(mac) != 6:
-        raise ValueError(f"{text!r} is not a MAC address")
-    return mac
 
 
 def station_from_json(row: dict[str, Any]) -> StationInfo:

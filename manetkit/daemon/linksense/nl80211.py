@@ -38,6 +38,7 @@ from manetkit.daemon.linksense.base import (
     StationSeen,
     StationTxFailed,
 )
+from manetkit.macaddr import parse_mac
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def station_from_message(msg: Any) -> StationInfo | None:
     signal = attr("SIGNAL")
     signal_avg = attr("SIGNAL_AVG")
     return StationInfo(
-        mac=bytes.fromhex(mac.replace(":", "")),
+        mac=parse_mac(mac),
         signal_dbm=float(signal) if signal is not None else None,
         signal_avg_dbm=float(signal_avg) if signal_avg is not None else None,
         inactive_ms=attr("INACTIVE_TIME"),

@@ -67,10 +67,6 @@ def mac_node(mac: bytes) -> int | None:
     return int.from_bytes(mac[3:], "big")
 
 
-def mac_str(mac: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in mac)
-
-
 def udp_address(text: str, passive: bool = False) -> tuple[int, tuple]:
     """``HOST:PORT`` (``[v6]:PORT`` for IPv6; HOST may be a name, e.g. a docker service)
     to ``(address family, sockaddr)`` for the UDP transport. ValueError if malformed or

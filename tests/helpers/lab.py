@@ -1,27 +1,48 @@
-"""Helpers for the daemon-in-the-lab tests (tests/lab/test_stack_*.py)."""
+"""Helpers for tests that drive labs: the real CLI, lab names, commands in a node, daemon status."""
 
 from __future__ import annotations
 
-import importlib
+import itertools
 import json
+import os
 import subprocess
+import sys
 import time
-
-import pytest
+from pathlib import Path
 
 from manetkit import paths
 from manetkit.jsonlines import request
-from manetkit.lab.stacks import daemon_socket
+from manetkit.procs import wait_for
+
+__all__ = [
+    "REPO", "SCENARIOS", "manetkit", "nsexec", "nspopen", "ping_ok", "status",
+    "unique_lab", "wait_for", "wait_ping", "write_scenario",
+]  # fmt: skip
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "configs" / "scenarios"
+_counter = itertools.count()
 
 
-def need_engine(protocol: str) -> None:
-    """Skip (with the reason) when the protocol's engine is not in this tree yet."""
-    try:
-        mod = importlib.import_module(f"manetkit.daemon.engines.{protocol}")
-    except ModuleNotFoundError:
-        pytest.skip(f"the {protocol} engine is not built yet")
-    if not hasattr(mod, f"{protocol.capitalize()}Engine"):
-        pytest.skip(f"the {protocol} engine is not built yet")
+def unique_lab(prefix: str = "lt") -> str:
+    """A lab name no parallel test (or engineer) uses: prefix + pid + counter, <= 12 chars."""
+    return f"{prefix}{os.getpid() % 100000}{next(_counter)}"[:12]
+
+
+def manetkit(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the real console script (as a user would), capturing its output."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "manetkit.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"manetkit {' '.join(args)} exited {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc
 
 
 def nsexec(lab: str, node: str, *cmd: str, check: bool = True, timeout: float = 60):
@@ -44,7 +65,7 @@ def nspopen(lab: str, node: str, *cmd: str) -> subprocess.Popen[str]:
 
 
 def status(lab: str, node: str) -> dict:
-    return request(daemon_socket(lab, node), {"cmd": "status"})["status"]
+    return request(paths.daemon_socket(lab, node), {"cmd": "status"})["status"]
 
 
 def ping_ok(lab: str, src: str, dst_addr: str, count: int = 1, wait: float = 3) -> bool:
