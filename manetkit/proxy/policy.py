@@ -136,6 +136,7 @@ class Policy:
         self.cfg = cfg
         self.peer = peer
         self.frozen_by: str | None = None  # the event that froze the session last
+        self._outage = False  # frozen by a route event and not resumed since
         self._probe_at: float | None = None
         self._actions: deque[Action] = deque()
 
@@ -159,6 +160,7 @@ class Policy:
                 src = ev.pivot if bus else ev.src  # type: ignore[union-attr]
                 self._emit(Freeze(f"{kind} from {src or 'daemon'}"))
                 self.frozen_by = kind
+                self._outage = True
                 # bus: a pivot is repairing (its ERSN is due); otherwise probe (ELFN)
                 wait = self.cfg.bus_wait if bus else probe_interval(self.cfg, leg.rtt_ms)
                 self._probe_at = now + wait
@@ -171,6 +173,7 @@ class Policy:
             if leg.state in FROZEN_STATES:
                 kind = events.name_of(ev)
                 self._probe_at = None
+                self._outage = False
                 self._emit(Thaw(kind))
                 if leg.backed_off and leg.initiator:
                     self._emit(ReplaceLeg(f"{kind}: kernel connection backed off"))
@@ -182,6 +185,13 @@ class Policy:
         if self._probe_at is None or now < self._probe_at:
             return
         self._probe_at = None
+        if leg.state is State.RESUMING and self._outage:
+            # the outage goes on while the next leg's SYN waits for a route: keep asking
+            # the daemon to re-find it every probe interval, not only at its back-off
+            # (up to 10 s in DSR), or a long break ends late
+            self._emit(Discover(self.peer))
+            self._probe_at = now + probe_interval(self.cfg, leg.rtt_ms)
+            return
         if leg.state not in FROZEN_STATES:
             return
         self._emit(Discover(self.peer))
@@ -189,14 +199,14 @@ class Policy:
             # a probe would sit behind the kernel's backed-off retransmission: a fresh
             # connection's SYN is the probe, and its RESUME answers it
             self._emit(ReplaceLeg("probe: kernel connection backed off"))
-            return  # the session is RESUMING now: its RESUME settles it
-        if leg.has_leg:
+        elif leg.has_leg:
             self._emit(SendProbe())
         self._probe_at = now + probe_interval(self.cfg, leg.rtt_ms)
 
     def resumed(self, now: float) -> None:
         """The session resumed on its own (probe answered, RESUME on a new leg)."""
         self._probe_at = None
+        self._outage = False
 
     def closed(self, now: float) -> None:
         self._probe_at = None

@@ -95,14 +95,21 @@ def test_elfn_route_up_replaces_a_backed_off_leg_only_at_the_initiator() -> None
     assert drain(p) == [pol.Thaw("route-up")]  # the acceptor never dials legs
 
 
-def test_elfn_probe_on_a_backed_off_leg_replaces_it_and_stops_probing() -> None:
+def test_elfn_probe_on_a_backed_off_leg_replaces_it_and_keeps_asking_for_the_route() -> None:
     p = make("elfn")
     p.route_event(0.0, down(), leg())
     drain(p)
     p.handle_timer(2.0, leg(State.FROZEN, backed_off=True))
     assert drain(p) == [pol.Discover(PEER), pol.ReplaceLeg("probe: kernel connection backed off")]
-    # the session is RESUMING on the new leg: its RESUME answers, no probe timer left
+    # the new leg's SYN waits for a route (RESUMING): discovery requests go on
+    assert p.get_timer() == 4.0
+    for t in (4.0, 6.0, 8.0):
+        p.handle_timer(t, leg(State.RESUMING, has_leg=False))
+        assert drain(p) == [pol.Discover(PEER)]
+    p.resumed(9.0)  # the new leg's RESUME answered: the outage is over
     assert p.get_timer() is None
+    p.handle_timer(10.0, leg(State.RESUMING, has_leg=False))  # a leg lost later: not ours
+    assert drain(p) == []
 
 
 def test_elfn_probe_without_a_leg_only_asks_for_discovery_and_keeps_probing() -> None:
@@ -117,7 +124,8 @@ def test_elfn_timer_after_the_session_resumed_otherwise_does_nothing() -> None:
     p = make("elfn")
     p.route_event(0.0, down(), leg())
     drain(p)
-    # the leg died meanwhile: RESUMING, the new leg's RESUME will settle things
+    p.resumed(1.0)  # the probe's answer thawed the session
+    # the leg dies later: RESUMING without an outage of ours, the relay redials
     p.handle_timer(2.0, leg(State.RESUMING, has_leg=False))
     assert drain(p) == [] and p.get_timer() is None
     p.route_event(3.0, down(), leg())
