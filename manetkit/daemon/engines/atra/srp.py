@@ -1,0 +1,101 @@
+"""Atra's symmetric route pinning, SRP (Anantharaman et al. section IV-A), sans-I/O.
+
+"The ACK path of a TCP connection is always kept the same as the data path", and only
+for non-piggybacked ACKs: pinning ACKs that carry data would load one path with both
+directions of a bidirectional connection. The destination remembers, per TCP flow, the
+route its data arrived on (DSR: the source route, reversed; AODV: the previous hop) and
+sends the flow's pure ACKs back along it until the pin expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+
+from manetkit.daemon.wire import ipv4
+
+# TCP flags (RFC 9293 3.1)
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+
+FlowId = tuple[IPv4Address, int, IPv4Address, int]  # src, sport, dst, dport (data direction)
+
+
+def tcp_flow(packet: bytes) -> tuple[FlowId, bool, int] | None:
+    """(the packet's flow, True if it is a pure ACK, payload bytes) for TCP, else None.
+
+    A pure ACK has the ACK flag, no SYN/FIN/RST and no payload (section IV-A's
+    "non-piggybacked ACK").
+    """
+    try:
+        h = ipv4.parse(packet)
+    except ipv4.MalformedPacket:
+        return None
+    if h.protocol != ipv4.PROTO_TCP or len(packet) < h.ihl + 20:
+        return None
+    seg = packet[h.ihl : h.total_length]
+    sport = int.from_bytes(seg[0:2], "big")
+    dport = int.from_bytes(seg[2:4], "big")
+    data_off = (seg[12] >> 4) * 4
+    flags = seg[13]
+    payload = len(seg) - data_off
+    pure = bool(flags & _ACK) and not flags & (_SYN | _FIN | _RST) and payload <= 0
+    return (h.src, sport, h.dst, dport), pure, max(payload, 0)
+
+
+def is_pure_ack(packet: bytes) -> bool:
+    got = tcp_flow(packet)
+    return got is not None and got[1]
+
+
+@dataclass(slots=True)
+class Pin:
+    route: tuple[IPv4Address, ...]  # the reverse route, from the destination back
+    until: float
+
+
+class SrpTable:
+    """Per-flow reverse-path pins with expiry; DSR pins whole routes, AODV one hop."""
+
+    def __init__(self, timeout_s: float = 10.0) -> None:
+        self.timeout_s = timeout_s
+        self._pins: dict[FlowId, Pin] = {}
+        self.pinned_acks = 0
+
+    def data_arrived(self, now: float, packet: bytes, route: tuple[IPv4Address, ...]) -> None:
+        """A TCP data packet for us arrived along ``route`` (source .. us); pin its reverse.
+
+        Only segments carrying payload pin: they are the data path.
+        """
+        got = tcp_flow(packet)
+        if got is None or got[2] == 0:
+            return
+        (src, sport, dst, dport), _, _ = got
+        rev: FlowId = (dst, dport, src, sport)  # the ACK's direction
+        self._pins[rev] = Pin(tuple(reversed(route)), now + self.timeout_s)
+
+    def route_for(self, now: float, packet: bytes) -> tuple[IPv4Address, ...] | None:
+        """The pinned route for a pure ACK we are sending, or None (route normally)."""
+        got = tcp_flow(packet)
+        if got is None or not got[1]:
+            return None
+        pin = self._pins.get(got[0])
+        if pin is None:
+            return None
+        if pin.until < now:
+            del self._pins[got[0]]
+            return None
+        self.pinned_acks += 1
+        return pin.route
+
+    def unpin_via(self, hop: IPv4Address) -> None:
+        """Forget pins through a hop whose link broke (route normally again)."""
+        for k in [k for k, p in self._pins.items() if hop in p.route]:
+            del self._pins[k]
+
+    def purge(self, now: float) -> None:
+        for k in [k for k, p in self._pins.items() if p.until < now]:
+            del self._pins[k]
+
+    def pinned_flows(self, now: float) -> int:
+        self.purge(now)
+        return len(self._pins)

@@ -1,0 +1,67 @@
+"""Atra PRE and SRP tables (Anantharaman et al. IV-A), fake clock, real TCP headers."""
+
+from __future__ import annotations
+
+import struct
+from ipaddress import IPv4Address
+
+from manetkit.daemon.engines.atra import PreTable, SrpTable, is_pure_ack
+from manetkit.daemon.wire import ipv4
+
+A, B, C, D, X = (IPv4Address(f"10.42.0.{i}") for i in (1, 2, 3, 4, 9))
+
+
+def tcp(src, dst, sport, dport, flags: int, payload: bytes = b"") -> bytes:
+    seg = struct.pack("!HHIIBBHHH", sport, dport, 1000, 2000, 5 << 4, flags, 65535, 0, 0)
+    return ipv4.build(src, dst, ipv4.PROTO_TCP, seg + payload)
+
+
+ACK, PSH, SYN, FIN = 0x10, 0x08, 0x02, 0x01
+
+
+def test_pre_reaches_every_source_of_the_last_window() -> None:
+    pre = PreTable(window_s=1.0)
+    pre.used(0.0, B, A)  # A used A->B 1.5 s before the break: too old
+    pre.used(0.8, B, C)
+    pre.used(1.2, B, D)
+    pre.used(1.4, X, A)  # another link
+    pre.used(1.45, B, C)  # C again: still one source
+    assert pre.link_failed(1.5, B) == [D, C]
+    assert pre.link_failed(1.6, B) == []  # the table forgot the broken link
+    assert pre.sources(1.6, X) == [A]
+    assert pre.sources(2.41, X) == []
+
+
+def test_pure_ack_detection() -> None:
+    assert is_pure_ack(tcp(D, A, 80, 5000, ACK))
+    assert not is_pure_ack(tcp(D, A, 80, 5000, ACK | PSH, b"data"))  # piggybacked
+    assert not is_pure_ack(tcp(D, A, 80, 5000, SYN | ACK))
+    assert not is_pure_ack(tcp(D, A, 80, 5000, FIN | ACK))
+    assert not is_pure_ack(ipv4.udp(1, 2, b"", D, A))
+    assert not is_pure_ack(b"\x45garbage")
+
+
+def test_srp_pins_the_reverse_data_path_for_pure_acks_only() -> None:
+    srp = SrpTable(timeout_s=10.0)
+    data = tcp(A, D, 5000, 80, ACK | PSH, b"x" * 100)
+    srp.data_arrived(1.0, data, (A, B, D))  # data came A -> B -> D
+    ack = tcp(D, A, 80, 5000, ACK)
+    assert srp.route_for(1.1, ack) == (D, B, A)
+    assert srp.route_for(1.1, tcp(D, A, 80, 5000, ACK | PSH, b"reply")) is None
+    assert srp.route_for(1.1, tcp(D, A, 81, 5000, ACK)) is None  # another flow
+    assert srp.pinned_acks == 1
+    assert srp.pinned_flows(1.2) == 1
+    # the next data packet moved to A -> C -> D: the pin follows it
+    srp.data_arrived(2.0, data, (A, C, D))
+    assert srp.route_for(2.1, ack) == (D, C, A)
+    # a pure ACK in the data direction pins nothing, and pins expire
+    srp.data_arrived(3.0, tcp(D, A, 80, 5000, ACK), (D, B, A))
+    assert srp.route_for(12.5, ack) is None
+    assert srp.pinned_flows(12.5) == 0
+
+
+def test_srp_unpins_routes_through_a_broken_hop() -> None:
+    srp = SrpTable()
+    srp.data_arrived(0.0, tcp(A, D, 5000, 80, ACK, b"x"), (A, B, D))
+    srp.unpin_via(B)
+    assert srp.route_for(0.1, tcp(D, A, 80, 5000, ACK)) is None
