@@ -277,6 +277,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def _medium(lab: str, req: dict) -> dict:
     try:
         reply = nodes.medium_request(lab, req)
+    except PermissionError:
+        raise UserError(
+            f"permission denied on the control socket of lab {lab}'s medium "
+            "(root, or the medium's --control-group)"
+        ) from None
     except OSError as exc:
         raise UserError(f"the medium of lab {lab} does not answer: {exc}") from None
     if not reply.get("ok"):

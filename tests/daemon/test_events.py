@@ -7,8 +7,6 @@ import errno
 import json
 import os
 import stat
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from manetkit import events
 from manetkit.daemon.eventsocket import EventServer
 from manetkit.jsonlines import Access, request
 from tests.daemon.vethnet import VethMesh
+from tests.helpers.users import as_user
 
 
 async def _line(reader: asyncio.StreamReader) -> dict:
@@ -157,28 +156,6 @@ def test_discover_unknown_without_an_engine(tmp_path):
     asyncio.run(main())
 
 
-def _as_user(uid: int, gid: int, path, cmds: list[dict]) -> list:
-    """Send ``cmds`` on one connection from a child process running as uid/gid."""
-    code = (
-        "import json, socket, sys\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "try:\n"
-        "    s.connect(sys.argv[1])\n"
-        "except OSError as e:\n"
-        "    print(json.dumps({'connect_error': e.errno})); sys.exit()\n"
-        "f = s.makefile('rwb')\n"
-        "for c in json.loads(sys.argv[2]):\n"
-        "    f.write(json.dumps(c).encode() + b'\\n'); f.flush()\n"
-        "    print(f.readline().decode().strip())\n"
-    )
-    out = subprocess.run(
-        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-         sys.executable, "-c", code, str(path), json.dumps(cmds)],
-        capture_output=True, text=True, timeout=20, check=True,
-    ).stdout  # fmt: skip
-    return [json.loads(line) for line in out.splitlines()]
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as other users")
 def test_socket_is_0660_and_discover_needs_root_or_the_group():
     """Issue 12 "local control": 0660 root-owned socket, group configurable, SO_PEERCRED."""
@@ -201,9 +178,9 @@ def test_socket_is_0660_and_discover_needs_root_or_the_group():
                 assert stat.S_IMODE(st.st_mode) == 0o660
                 assert (st.st_uid, st.st_gid) == (0, 65534)
                 cmds = [{"cmd": "discover", "dst": "10.42.0.5"}, {"cmd": "ping"}]
-                member = await asyncio.to_thread(_as_user, 65534, 65534, path, cmds)
+                member = await asyncio.to_thread(as_user, 65534, 65534, path, cmds)
                 assert member == [{"ok": True, "restarted": True}, {"ok": True, "pong": True}]
-                other = await asyncio.to_thread(_as_user, 4242, 4242, path, cmds)
+                other = await asyncio.to_thread(as_user, 4242, 4242, path, cmds)
                 assert other == [{"connect_error": errno.EACCES}]
                 # A peer that can reach the socket (mode opened up by hand) but is neither
                 # root nor in the group reads status and is refused discover, clearly.
@@ -211,7 +188,7 @@ def test_socket_is_0660_and_discover_needs_root_or_the_group():
                 await srv_root_only.start()
                 try:
                     os.chmod(Path(d) / "r.sock", 0o666)
-                    got = await asyncio.to_thread(_as_user, 4242, 4242, Path(d) / "r.sock", cmds)
+                    got = await asyncio.to_thread(as_user, 4242, 4242, Path(d) / "r.sock", cmds)
                     assert got[1] == {"ok": True, "pong": True}
                     assert got[0]["ok"] is False
                     assert "'discover' changes state" in got[0]["error"]

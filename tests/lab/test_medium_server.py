@@ -3,19 +3,25 @@ malformed input counted, sockets removed on SIGTERM. No namespaces needed."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from manetkit import procs
 from manetkit.errors import UserError
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.control import control
 from tests.helpers.lab import wait_for
+from tests.helpers.users import as_user
 
 SCEN = """\
 nodes: 3
@@ -178,3 +184,40 @@ def test_bad_scenario_exits_2_with_field_name(tmp_path):
 def test_control_without_medium(tmp_path):
     with pytest.raises(UserError, match="no medium"):
         control(tmp_path / "none.sock", {"cmd": "ping"})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as other users")
+def test_move_and_link_need_root_or_the_control_group():
+    """Issue 12 "local control": the control socket is 0660 (group --control-group) and
+    the commands that change the world are refused to other users, with a clear error."""
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)
+        tmp = Path(d)
+        (tmp / "s.yaml").write_text(SCEN)
+        ctl = tmp / "ctl.sock"
+        argv = [sys.executable, "-m", "manetkit.lab.medium.server", str(tmp / "s.yaml")]
+        argv += ["--lab", "macc", "--socket", str(tmp / "m.sock"), "--control", str(ctl)]
+        argv += ["--ground-truth", str(tmp / "gt.jsonl"), "--control-group", "nogroup"]
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: ctl.exists() and _pings(ctl), 20, "the medium's control socket")
+            st = os.stat(ctl)
+            assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == 65534
+            move = {"cmd": "move", "node": "n3", "x": 10, "y": 0}
+            positions = {"cmd": "positions"}
+            # A member of the group moves nodes; another user cannot even connect.
+            assert as_user(65534, 65534, ctl, [move])[0]["ok"] is True
+            assert as_user(4242, 4242, ctl, [move]) == [{"connect_error": errno.EACCES}]
+            # Reachable (mode opened by hand) but not root nor in the group: it may look,
+            # not move or cut links.
+            os.chmod(ctl, 0o666)
+            link = {"cmd": "link", "a": "n1", "b": "n2", "state": "down"}
+            got = as_user(4242, 4242, ctl, [positions, move, link])
+            assert got[0]["ok"] is True and got[0]["positions"]["n3"] == [10.0, 0.0]
+            for reply, cmd in ((got[1], "move"), (got[2], "link")):
+                assert reply["ok"] is False
+                assert f"cmd '{cmd}' changes state" in reply["error"] and "uid 4242" in reply["error"]
+            assert control(ctl, positions)["positions"]["n3"] == [10.0, 0.0]
+        finally:
+            procs.stop(proc)
+        assert not ctl.exists()

@@ -25,6 +25,11 @@ def control(lab_or_path: str | Path, request: dict, timeout: float = 5.0) -> dic
     path = control_path(lab_or_path)
     try:
         return jsonlines.request(path, request, timeout)
+    except PermissionError:
+        raise UserError(
+            f"permission denied on {path}: the medium's control socket is for root "
+            "and the medium's --control-group"
+        ) from None
     except (FileNotFoundError, ConnectionRefusedError):
         raise UserError(f"no medium is listening on {path} (is the lab up?)") from None
     except TimeoutError:
