@@ -70,22 +70,23 @@ def terminate(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:
     """SIGTERM ``pids``, SIGKILL those still running after ``grace`` s; returns the killed."""
     me = {os.getpid(), os.getppid()}
     pending = {p for p in pids if p not in me}
-    for pid in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            _reap(pid)
-            if not alive(pid):
-                pending.discard(pid)
-        if pending:
-            time.sleep(0.02)
+    _signal(pending, signal.SIGTERM)
+    _wait_gone(pending, grace)
     killed = sorted(pending)
-    for pid in killed:
+    _signal(pending, signal.SIGKILL)
+    _wait_gone(pending, 2.0)
+    return killed
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 2.0
+            os.kill(pid, sig)
+
+
+def _wait_gone(pending: set[int], timeout: float) -> None:
+    """Remove from ``pending`` every pid that exits within ``timeout`` s (reaping ours)."""
+    deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
         for pid in list(pending):
             _reap(pid)
@@ -93,4 +94,3 @@ def terminate(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:
                 pending.discard(pid)
         if pending:
             time.sleep(0.02)
-    return killed

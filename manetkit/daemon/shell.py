@@ -362,7 +362,7 @@ class Daemon:
         self.counters["hello-rx"] += 1
         self.neighbours.learn(self._now, hello.address, mac)
         if self.beacon is self.backend:
-            self.beacon.received(self._now, mac, hello)  # -> _on_station(StationSeen)
+            self.beacon.received(self._now, mac)  # -> _on_station(StationSeen)
         elif self.monitor.is_up(mac) and mac not in self._announced:
             # The station was up before we knew its address: announce it now.
             self._apply(self._now, [Up(mac, self.monitor.signal(mac))])

@@ -65,14 +65,7 @@ class StationTable:
 
     def received(self, mac: bytes, signal_dbm: float, nbytes: int, now: float) -> bool:
         """Account a frame heard from ``mac``; True if the station is new."""
-        st = self.by_mac.get(mac)
-        new = st is None
-        if st is None:
-            st = self.by_mac[mac] = Station(mac, now, now, signal_dbm, signal_dbm)
-        else:
-            st.signal_dbm = signal_dbm
-            st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / SIGNAL_EWMA_WEIGHT
-            st.last_active = now
+        st, new = self._heard(mac, signal_dbm, now)
         st.rx_packets += 1
         st.rx_bytes += nbytes
         return new
@@ -83,16 +76,20 @@ class StationTable:
         It updates the signal and activity (the link to ``mac`` works) but not
         ``rx_packets``/``rx_bytes``, which count frames addressed to us, as iw shows them.
         """
-        st = self.by_mac.get(mac)
-        new = st is None
-        if st is None:
-            st = self.by_mac[mac] = Station(mac, now, now, signal_dbm, signal_dbm)
-        else:
-            st.signal_dbm = signal_dbm
-            st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / SIGNAL_EWMA_WEIGHT
-            st.last_active = now
+        st, new = self._heard(mac, signal_dbm, now)
         st.rx_overheard += 1
         return new
+
+    def _heard(self, mac: bytes, signal_dbm: float, now: float) -> tuple[Station, bool]:
+        """The station ``mac`` (made if new) with its signal and activity updated."""
+        st = self.by_mac.get(mac)
+        if st is None:
+            st = self.by_mac[mac] = Station(mac, now, now, signal_dbm, signal_dbm)
+            return st, True
+        st.signal_dbm = signal_dbm
+        st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / SIGNAL_EWMA_WEIGHT
+        st.last_active = now
+        return st, False
 
     def sent(self, mac: bytes, nbytes: int) -> None:
         """Account a unicast frame the node sends to ``mac`` (known stations only, as mac80211)."""

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import signal
 
+from manetkit import runner
 from manetkit.proxy.config import load_config, parse_config
 
 
@@ -23,16 +24,7 @@ def main(args: argparse.Namespace) -> int:
     if args.check:
         print(cfg.model_dump_json(indent=2))
         return 0
-    # uvloop for our loop only: installing its policy would also hand pyroute2's
-    # private loops (in worker threads) to uvloop, which cannot open netlink sockets
-    try:
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        factory = None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(_serve(cfg))
+    runner.run(_serve(cfg))  # uvloop for our loop only (manetkit.runner says why)
     return 0
 
 

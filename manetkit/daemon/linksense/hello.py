@@ -110,7 +110,7 @@ class HelloBackend(LinkSenseBackend):
             self.beacon()
             await asyncio.sleep(self.interval_s * random.uniform(0.9, 1.1))
 
-    def received(self, now: float, mac: bytes, hello: Hello) -> None:
+    def received(self, now: float, mac: bytes) -> None:
         """The shell got a beacon from ``mac`` (it already learned the address)."""
         old = self._rows.get(mac)
         self._rows[mac] = StationInfo(mac=mac, rx_packets=(old.rx_packets + 1) if old else 1)
