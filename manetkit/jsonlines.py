@@ -14,9 +14,10 @@ open for the next request.
   daemon's ``discover``, the medium's ``move``/``link``) unless the peer, read with
   ``SO_PEERCRED``/``SO_PEERGROUPS`` (unix(7), socket(7)), is uid 0 or a member of the
   group, with an error naming the command and the rule;
-- streams published lines to subscribers (``{"cmd": "subscribe"}``) through a bounded
-  queue each: a slow subscriber never blocks the server; what does not fit is dropped,
-  counted (``dropped``), and the subscriber's next line carries ``"missed": N``.
+- streams published lines to subscribers (``{"cmd": "subscribe"}``, at most
+  ``max_subscribers``) through a bounded queue each: a slow subscriber never blocks the
+  server; what does not fit is dropped, counted (``dropped``), and the subscriber's next
+  line carries ``"missed": N``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 QUEUE_LINES = 1024
+MAX_SUBSCRIBERS = 64
 MAX_REQUEST = 64 * 1024
 SOCKET_MODE = 0o660
 # Linux's SO_PEERGROUPS (asm-generic/socket.h); older Pythons lack the constant.
@@ -94,9 +96,9 @@ class Peer:
 def peer_of(sock: socket.socket) -> Peer | None:
     """The peer of a connected unix socket, None if the kernel does not say."""
     try:
-        pid, uid, gid = struct.unpack("3i", sock.getsockopt(
-            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
-        ))
+        pid, uid, gid = struct.unpack(
+            "3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        )
     except OSError:
         return None
     groups: frozenset[int] = frozenset()
@@ -176,6 +178,7 @@ class LineServer:
         access: Access = Access(),
         subscribe: bool = False,
         queue_lines: int = QUEUE_LINES,
+        max_subscribers: int = MAX_SUBSCRIBERS,
         name: str = "socket",
     ) -> None:
         self.path = Path(path)
@@ -184,6 +187,7 @@ class LineServer:
         self.access = access
         self._subscribe = subscribe
         self._queue_lines = queue_lines
+        self.max_subscribers = max_subscribers
         self.name = name
         self._subs: set[_Subscriber] = set()
         self._server: asyncio.AbstractServer | None = None
@@ -258,7 +262,10 @@ class LineServer:
             req = json.loads(line)
         except ValueError as exc:
             self.bad_requests += 1
-            return {"ok": False, "error": f'not JSON ({exc}): expected an object with a "cmd" string'}
+            return {
+                "ok": False,
+                "error": f'not JSON ({exc}): expected an object with a "cmd" string',
+            }
         if not isinstance(req, dict) or not isinstance(req.get("cmd"), str):
             self.bad_requests += 1
             return {"ok": False, "error": 'expected a JSON object with a "cmd" string'}
@@ -298,6 +305,17 @@ class LineServer:
                 if not line:
                     break
                 if self._subscribe and sub is None and _is_subscribe(line):
+                    if len(self._subs) >= self.max_subscribers:
+                        self.refused += 1
+                        await _send(
+                            writer,
+                            {
+                                "ok": False,
+                                "error": f"{self.name}: already "
+                                f"{self.max_subscribers} subscribers (the limit)",
+                            },
+                        )
+                        continue
                     sub = _Subscriber(self._queue_lines)
                     self._subs.add(sub)
                     await _send(writer, {"ok": True, "subscribed": True})

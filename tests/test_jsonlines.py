@@ -1,0 +1,101 @@
+"""The one JSON-lines socket server: replies, errors, bounded subscribers, peer check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from manetkit.jsonlines import Access, LineServer, Peer, peer_of, request
+
+
+async def _line(reader: asyncio.StreamReader) -> dict:
+    return json.loads(await asyncio.wait_for(reader.readline(), 2))
+
+
+def test_handler_errors_become_replies_and_the_connection_stays(tmp_path):
+    def handle(req):
+        if req["cmd"] == "need":
+            return {"ok": True, "x": req["x"]}
+        raise ValueError(f"unknown cmd {req['cmd']!r}")
+
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", handle)
+        await srv.start()
+        try:
+            r, w = await asyncio.open_unix_connection(str(tmp_path / "s.sock"))
+            w.write(
+                b'[1]\n{"cmd":"need"}\n{"cmd":"need","x":3}\n{"cmd":"what"}\n{"cmd":"subscribe"}\n'
+            )
+            assert "cmd" in (await _line(r))["error"]
+            assert (await _line(r)) == {"ok": False, "error": "need: missing field 'x'"}
+            assert (await _line(r)) == {"ok": True, "x": 3}
+            assert (await _line(r))["error"] == "unknown cmd 'what'"
+            # subscribe is only the server's when it streams; else the handler's.
+            assert (await _line(r))["error"] == "unknown cmd 'subscribe'"
+            assert srv.counters()["bad_requests"] == 4
+            w.close()
+        finally:
+            await srv.close()
+
+    asyncio.run(main())
+
+
+def test_subscribers_are_bounded_and_refusals_counted(tmp_path):
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", dict, subscribe=True, max_subscribers=2)
+        await srv.start()
+        try:
+            conns = [await asyncio.open_unix_connection(str(tmp_path / "s.sock")) for _ in range(3)]
+            replies = []
+            for r, w in conns:
+                w.write(b'{"cmd":"subscribe"}\n')
+                replies.append(await _line(r))
+            assert [x["ok"] for x in replies] == [True, True, False]
+            assert "2 subscribers" in replies[2]["error"]
+            assert srv.subscribers == 2 and srv.counters()["refused"] == 1
+            srv.publish({"event": "e", "n": 1})
+            for r, _ in conns[:2]:
+                assert (await _line(r)) == {"event": "e", "n": 1}
+            # A subscriber that leaves frees its place.
+            conns[0][1].close()
+            await asyncio.sleep(0.05)
+            r, w = conns[2]
+            w.write(b'{"cmd":"subscribe"}\n')
+            for _ in range(50):
+                if srv.subscribers < 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert (await _line(r))["ok"] is True
+            for _, w in conns[1:]:
+                w.close()
+        finally:
+            await srv.close()
+
+    asyncio.run(main())
+
+
+def test_peer_credentials_and_access_rule(tmp_path):
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", lambda req: {"ok": True})
+        await srv.start()
+        try:
+            import socket
+
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(str(tmp_path / "s.sock"))
+            me = peer_of(s)  # the server's side is this process too
+            s.close()
+            assert me is not None and me.pid == os.getpid() and me.uid == os.getuid()
+            reply = await asyncio.to_thread(request, tmp_path / "s.sock", {"cmd": "x"})
+            assert reply == {"ok": True}
+        finally:
+            await srv.close()
+
+    asyncio.run(main())
+    assert Access().allows(Peer(1, 0, 0))
+    assert not Access().allows(Peer(1, 1000, 1000))
+    assert not Access().allows(None)
+    assert Access("65534").allows(Peer(1, 1000, 1000, frozenset({65534})))
+    assert Access("65534").allows(Peer(1, 1000, 65534))
+    assert not Access("65534").allows(Peer(1, 1000, 1000, frozenset({27})))
