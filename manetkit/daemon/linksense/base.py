@@ -11,6 +11,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from manetkit.macaddr import parse_mac
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,19 @@ class StationInfo:
     tx_packets: int = 0
     tx_retries: int = 0
     tx_failed: int = 0
+
+    @classmethod
+    def read(cls, mac: str, get: Callable[[str], Any]) -> StationInfo:
+        """A row from any station table: ``get(field)`` answers this class's field names
+        (None when the source lacks one). Signals become float, counters int."""
+        signal, signal_avg, inactive = get("signal_dbm"), get("signal_avg_dbm"), get("inactive_ms")
+        return cls(
+            mac=parse_mac(mac),
+            signal_dbm=None if signal is None else float(signal),
+            signal_avg_dbm=None if signal_avg is None else float(signal_avg),
+            inactive_ms=None if inactive is None else int(inactive),
+            **{k: int(get(k) or 0) for k in ("rx_packets", "tx_packets", "tx_retries", "tx_failed")},
+        )
 
 
 @dataclass(frozen=True, slots=True)

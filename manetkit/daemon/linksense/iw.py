@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass, field
 
 from manetkit.daemon.linksense.base import StationInfo
-from manetkit.macaddr import parse_mac
 
 _STATION = re.compile(r"^Station\s+([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})\s*(?:\(on\s+([^)]+)\))?")
 _LEADING_INT = re.compile(r"^\s*(-?\d+)")
@@ -53,22 +52,19 @@ def _chains(value: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"-?\d+", m.group(1)))
 
 
+# StationInfo field -> the line of ``iw station dump`` that gives it.
+_IW_FIELDS = {
+    "signal_dbm": "signal", "signal_avg_dbm": "signal avg", "inactive_ms": "inactive time",
+    "rx_packets": "rx packets", "tx_packets": "tx packets", "tx_retries": "tx retries",
+    "tx_failed": "tx failed",
+}  # fmt: skip
+
+
 def _block_to_station(mac: str, interface: str | None, raw: dict[str, str]) -> IwStation:
     def num(key: str) -> int | None:
         return _leading_int(raw[key]) if key in raw else None
 
-    signal = num("signal")
-    signal_avg = num("signal avg")
-    info = StationInfo(
-        mac=parse_mac(mac),
-        signal_dbm=float(signal) if signal is not None else None,
-        signal_avg_dbm=float(signal_avg) if signal_avg is not None else None,
-        inactive_ms=num("inactive time"),
-        rx_packets=num("rx packets") or 0,
-        tx_packets=num("tx packets") or 0,
-        tx_retries=num("tx retries") or 0,
-        tx_failed=num("tx failed") or 0,
-    )
+    info = StationInfo.read(mac, lambda name: num(_IW_FIELDS[name]))
     return IwStation(
         info=info,
         interface=interface,

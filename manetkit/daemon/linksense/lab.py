@@ -37,16 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def station_from_json(row: dict[str, Any]) -> StationInfo:
-    return StationInfo(
-        mac=parse_mac(row["mac"]),
-        signal_dbm=row.get("signal_dbm"),
-        signal_avg_dbm=row.get("signal_avg_dbm"),
-        inactive_ms=row.get("inactive_ms"),
-        rx_packets=int(row.get("rx_packets", 0)),
-        tx_packets=int(row.get("tx_packets", 0)),
-        tx_retries=int(row.get("tx_retries", 0)),
-        tx_failed=int(row.get("tx_failed", 0)),
-    )
+    return StationInfo.read(row["mac"], row.get)
 
 
 class LabBackend(LinkSenseBackend):

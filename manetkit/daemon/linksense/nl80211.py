@@ -38,12 +38,19 @@ from manetkit.daemon.linksense.base import (
     StationSeen,
     StationTxFailed,
 )
-from manetkit.macaddr import parse_mac
 
 log = logging.getLogger(__name__)
 
 # Dumps the station table of one interface index: pyroute2 nl80211 messages.
 StationDumper = Callable[[int], Awaitable[Iterable[Any]]]
+
+
+# StationInfo field -> the NL80211_STA_INFO_* attribute that gives it (nl80211.h).
+_NL80211_FIELDS = {
+    "signal_dbm": "SIGNAL", "signal_avg_dbm": "SIGNAL_AVG", "inactive_ms": "INACTIVE_TIME",
+    "rx_packets": "RX_PACKETS", "tx_packets": "TX_PACKETS", "tx_retries": "TX_RETRIES",
+    "tx_failed": "TX_FAILED",
+}  # fmt: skip
 
 
 def station_from_message(msg: Any) -> StationInfo | None:
@@ -61,18 +68,7 @@ def station_from_message(msg: Any) -> StationInfo | None:
     def attr(name: str) -> Any:
         return info.get_attr(f"NL80211_STA_INFO_{name}")
 
-    signal = attr("SIGNAL")
-    signal_avg = attr("SIGNAL_AVG")
-    return StationInfo(
-        mac=parse_mac(mac),
-        signal_dbm=float(signal) if signal is not None else None,
-        signal_avg_dbm=float(signal_avg) if signal_avg is not None else None,
-        inactive_ms=attr("INACTIVE_TIME"),
-        rx_packets=attr("RX_PACKETS") or 0,
-        tx_packets=attr("TX_PACKETS") or 0,
-        tx_retries=attr("TX_RETRIES") or 0,
-        tx_failed=attr("TX_FAILED") or 0,
-    )
+    return StationInfo.read(mac, lambda name: attr(_NL80211_FIELDS[name]))
 
 
 def pyroute2_dumper() -> tuple[StationDumper, Callable[[], None]]:

@@ -11,7 +11,8 @@ is used, above it the two-ray ground-reflection formula
 
 With ns-2's defaults (Pt 0.28183815 W, 914 MHz, unit gains, 1.5 m antennas, L = 1) the
 receive threshold 3.652e-10 W is reached at exactly 250 m and the carrier-sense threshold
-1.559e-11 W at 550 m, the ranges every paper in ``papers/`` assumes.
+1.559e-11 W at 550 m, the ranges all the simulation papers manetkit follows assume
+(Holland & Vaidya, Lim/Xu/Gerla, Anantharaman et al., Dyer & Boppana: ns-2 defaults).
 """
 
 from __future__ import annotations
