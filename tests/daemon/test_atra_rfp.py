@@ -110,8 +110,13 @@ def test_hits_false_alarms_and_missed_breaks_are_counted() -> None:
         t2 = round(t2 + POLL, 6)
     assert rfp.handle_timer(t2 + 3.9) == []
     assert [p.neighbour for p in rfp.handle_timer(t2 + 4.01)] == [other]
-    # a failure nothing predicted
-    assert rfp.link_failed(200.0, IPv4Address("10.42.0.4")) == "missed"
+    # a failure nothing predicted (of a link that was heard), reported twice
+    third = IPv4Address("10.42.0.4")
+    assert rfp.link_failed(199.0, third) == "repeat"  # never heard: not scored
+    for i in range(5):
+        rfp.sample(199.0 + i * POLL, third, MODEL.rx_power_dbm(200.0))
+    assert rfp.link_failed(200.0, third) == "missed"
+    assert rfp.link_failed(200.5, third) == "repeat"  # TxFailed, then LinkDown
     assert rfp.counters() == {
         "predictions": 2,
         "hits": 1,

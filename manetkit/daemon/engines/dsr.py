@@ -53,6 +53,9 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from manetkit import events as ev
+from manetkit.daemon.engines.atra.config import AtraConfig
+from manetkit.daemon.engines.atra.dsrhooks import DsrAtraHooks
+from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (
     Deliver,
     Dropped,
@@ -62,6 +65,7 @@ from manetkit.daemon.engines.base import (
     Notify,
     RoutingEngine,
     SendFrame,
+    SignalSample,
     TxFailed,
 )
 from manetkit.daemon.engines.bus import (
@@ -88,6 +92,10 @@ class DsrConfig(SendBufferSettings, BusSettings):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    atra: AtraConfig = Field(
+        default_factory=AtraConfig,
+        description="Atra RFP / PRE / SRP (docs/atra.md); the daemon's top-level atra:",
+    )
     discovery_hop_limit: int = Field(
         255, ge=1, le=255, description="IP TTL of propagating Route Requests (DiscoveryHopLimit)"
     )
@@ -207,7 +215,7 @@ _TIMER_DISCOVERY = 1
 _TIMER_SEND = 2  # a delayed unicast (cached replies, RFC 4728 8.2.5)
 
 
-class DsrEngine(RoutingEngine):
+class DsrEngine(DsrAtraHooks, RoutingEngine):
     """One node's DSR: route cache, discovery, send buffer and maintenance (sans-I/O).
 
     Built by the shell as ``DsrEngine(address, config, neighbours)`` and driven only
@@ -257,6 +265,9 @@ class DsrEngine(RoutingEngine):
         # acknowledged even with bus off); holding and repair only with ``bus``.
         self._bus = BusState(cfg)
         self._bus_on = cfg.bus
+        # Atra (docs/atra.md): hooks run only with a mechanism on.
+        self._atra = AtraState(cfg.atra, address)
+        self._atra_on = cfg.atra.enabled
 
     # ------------------------------------------------------------------ helpers
     def _addr(self, b: bytes) -> IPv4Address:
@@ -341,6 +352,8 @@ class DsrEngine(RoutingEngine):
 
     def send_local(self, now: float, packet: bytes) -> None:
         self._now = now
+        if self._atra_on and self._atra.cfg.srp and self._atra_pinned_send(now, packet):
+            return
         # Hot path: a destination we sent to within _HOT_REFRESH, cache unchanged since.
         hint = self._out.get(packet[ipv4.DST]) if self.memo_routes else None
         if (
@@ -397,6 +410,8 @@ class DsrEngine(RoutingEngine):
             self._link_broken(now, event.neighbour, None, event.reason)
         elif isinstance(event, TxFailed):
             self._link_broken(now, event.neighbour, event.packet, "tx-failed")
+        elif isinstance(event, SignalSample) and self._atra_on:
+            self._atra_signal(now, event.neighbour, event.signal_dbm)
 
     def rediscover(self, now: float, dst: IPv4Address) -> bool:
         """Ask for ``dst`` now instead of waiting out the request back-off.
@@ -455,10 +470,13 @@ class DsrEngine(RoutingEngine):
         for target in [t for t in self._discoveries if not self._wanted(t)]:
             # Nothing waits for this target any more (timed out): stop asking.
             del self._discoveries[target]
+        if self._atra_on:
+            self._atra.handle_timer(now)
 
     def get_timer(self) -> float | None:
         t = self._timers[0][0] if self._timers else None
-        for e in (self.send_buffer.next_expiry(), self._cache_check, self._bus.next_timer()):
+        atra = self._atra.get_timer() if self._atra_on else None
+        for e in (self.send_buffer.next_expiry(), self._cache_check, self._bus.next_timer(), atra):
             if e is not None and (t is None or e < t):
                 t = e
         return t
@@ -503,6 +521,8 @@ class DsrEngine(RoutingEngine):
             self._hot[key] = hot
         if not sl:
             self._deliver(packet, ihl, total, control)
+            if self._atra_on and self._atra.cfg.srp and not control:
+                self._atra_pin(now, packet, o)
             return
         if self._bus_on and not control and self._bus_forwarding(now, packet, ihl, o, total):
             return
@@ -512,6 +532,8 @@ class DsrEngine(RoutingEngine):
             self._drop("ttl-expired", buf)
             return
         self.counters["control-forwarded" if control else "data-forwarded"] += 1
+        if self._atra_on and self._atra.track and not control:
+            self._atra.pre.used(now, hot[1], self._addr(packet[ipv4.SRC]))
         self._actions.append(SendFrame(hot[1], bytes(buf)))
 
     def _learn_from_route(
@@ -607,6 +629,8 @@ class DsrEngine(RoutingEngine):
             return
         if not self.cache.add(now, path):
             return
+        if self._atra_on and self._atra.waiting:
+            self._atra_learned(now)
         expiry = now + self.config.route_cache_timeout_s
         if self._cache_check is None or expiry < self._cache_check:
             self._cache_check = expiry
@@ -670,9 +694,12 @@ class DsrEngine(RoutingEngine):
             buf = bytearray(_with_options(packet, ip, hdr.next_header, opts, inner))
             ip, hdr = dsr.parse(buf)
         elfn = next((i for i in items if isinstance(i, mx.Flow)), None)
+        predicted = self._atra_on and any(isinstance(i, mx.Predicted) for i in items)
         for p in hdr.options:
             opt = p.option
-            if isinstance(opt, dsr.RouteError):
+            if isinstance(opt, dsr.RouteError) and predicted:
+                self._atra_error_seen(now, opt)  # the link still works: not cut
+            elif isinstance(opt, dsr.RouteError):
                 self._route_error_seen(now, ip, opt, elfn)
             elif isinstance(opt, dsr.RouteReply):
                 self.counters["replies-seen"] += 1
@@ -729,6 +756,8 @@ class DsrEngine(RoutingEngine):
         if self.address in addrs:
             self.counters["request-loop"] += 1
             return
+        if self._atra_on and self._atra.suppress_request(now, prev):
+            return  # Atra: not over a link predicted to fail
         self.counters["requests-received"] += 1
         # The recorded route, reversed, leads back to the initiator.
         self._learn(now, (self.address, *reversed(addrs), init))
@@ -938,6 +967,8 @@ class DsrEngine(RoutingEngine):
         head[10] = c >> 8
         head[11] = c & 0xFF
         dsr_hdr = bytes((proto, 0, len(sr) >> 8, len(sr) & 0xFF))
+        if self._atra_on and self._atra.track:
+            self._atra_originated(packet, next_hop)
         self.counters["data-sent"] += 1
         self._actions.append(SendFrame(next_hop, bytes(head) + dsr_hdr + sr + packet[ihl:total]))
 
@@ -970,6 +1001,8 @@ class DsrEngine(RoutingEngine):
             self._emit(Notify(ev.RouteDown(**fields)))
         if failed is not None:
             self._maintain(now, neighbour, packet, failed)
+        if self._atra_on:
+            self._atra_broken(now, neighbour, packet)
 
     def _purge_link(
         self, now: float, a: IPv4Address, b: IPv4Address, reason: str = "link-broken"
@@ -1308,6 +1341,7 @@ class DsrEngine(RoutingEngine):
             "send_buffer_drops": dict(self.send_buffer.drops),
             "counters": dict(self.counters),
             "bus": self._bus.status(),
+            **({"atra": self._atra_status()} if self._atra_on else {}),
         }
 
 

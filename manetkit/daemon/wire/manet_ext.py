@@ -37,13 +37,20 @@ DSR_OPT_ELFN = 48
 DSR_OPT_ERDN = 49
 DSR_OPT_ERSN = 50
 DSR_OPT_BUS_ACK = 51
-DSR_TYPES = (DSR_OPT_ELFN, DSR_OPT_ERDN, DSR_OPT_ERSN, DSR_OPT_BUS_ACK)
+DSR_TYPES = (DSR_OPT_ELFN, DSR_OPT_ERDN, DSR_OPT_ERSN, DSR_OPT_BUS_ACK, 52)  # 52: PREDICTED
 
 AODV_EXT_ELFN = 250
 AODV_EXT_ERDN = 251
 AODV_EXT_ERSN = 252
 AODV_EXT_BUS_ACK = 253
 AODV_TYPES = (AODV_EXT_ELFN, AODV_EXT_ERDN, AODV_EXT_ERSN, AODV_EXT_BUS_ACK)
+
+# Atra's predicted route failure (Anantharaman et al. IV-A): rides next to a Route Error
+# (DSR) / in an RERR (AODV) whose link has not broken yet: the source rediscovers and
+# keeps using the route. Body: PREDICTED (4 bytes): eta_ms u16 | signal_centidbm i16.
+DSR_OPT_PREDICTED = 52
+AODV_EXT_PREDICTED = 249
+_PREDICTED = struct.Struct("!Hh")
 
 KIND_ERDN = 1
 KIND_ERSN = 2
@@ -149,7 +156,27 @@ class BusAck:
         return self.kind, self.ident, self.pivot
 
 
-Item = Flow | Notice | BusAck
+@dataclass(frozen=True, slots=True)
+class Predicted:
+    """Atra: the error's link is predicted to fail in ``eta_s`` (it still works)."""
+
+    eta_s: float
+    signal_dbm: float
+
+    def pack(self) -> bytes:
+        eta = max(0, min(0xFFFF, round(self.eta_s * 1000)))
+        sig = max(-32768, min(32767, round(self.signal_dbm * 100)))
+        return _PREDICTED.pack(eta, sig)
+
+    @classmethod
+    def parse(cls, data: bytes) -> Predicted:
+        if len(data) != _PREDICTED.size:
+            raise MalformedNotice(f"PREDICTED body of {len(data)} bytes, expected 4")
+        eta, sig = _PREDICTED.unpack(data)
+        return cls(eta / 1000, sig / 100)
+
+
+Item = Flow | Notice | BusAck | Predicted
 
 _DSR_KIND = {DSR_OPT_ERDN: KIND_ERDN, DSR_OPT_ERSN: KIND_ERSN}
 _AODV_KIND = {AODV_EXT_ERDN: KIND_ERDN, AODV_EXT_ERSN: KIND_ERSN}
@@ -172,11 +199,15 @@ def from_dsr(option_type: int, data: bytes) -> Item | None:
     if len(data) < 2 or data[0] != 0 or data[1] != len(data) - 2:
         raise MalformedNotice(f"DSR option {option_type} without its 2-byte shim")
     data = data[2:]
+    if option_type == DSR_OPT_PREDICTED:
+        return Predicted.parse(data)
     return _decode(option_type, data, DSR_OPT_ELFN, _DSR_KIND, DSR_OPT_BUS_ACK)
 
 
 def from_aodv(ext_type: int, data: bytes) -> Item | None:
     """The notice in an AODV extension, None if the type is not one of ours."""
+    if ext_type == AODV_EXT_PREDICTED:
+        return Predicted.parse(data)
     return _decode(ext_type, data, AODV_EXT_ELFN, _AODV_KIND, AODV_EXT_BUS_ACK)
 
 
@@ -189,11 +220,15 @@ def _type_of(item: Item, elfn: int, erdn: int, ersn: int, ack: int) -> int:
 
 
 def dsr_type(item: Item) -> int:
+    if isinstance(item, Predicted):
+        return DSR_OPT_PREDICTED
     return _type_of(item, DSR_OPT_ELFN, DSR_OPT_ERDN, DSR_OPT_ERSN, DSR_OPT_BUS_ACK)
 
 
 def aodv_extension(item: Item) -> tuple[int, bytes]:
     """``(type, data)`` for an AODV message's ``extensions`` list."""
+    if isinstance(item, Predicted):
+        return AODV_EXT_PREDICTED, item.pack()
     t = _type_of(item, AODV_EXT_ELFN, AODV_EXT_ERDN, AODV_EXT_ERSN, AODV_EXT_BUS_ACK)
     return t, item.pack()
 
