@@ -138,6 +138,11 @@ class DaemonConfig(_Strict):
     smr: dict[str, Any] = Field(
         default_factory=dict, description="SMR engine: DSR's settings plus mode, paths, ..."
     )
+    atra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Atra route failure prediction / proactive errors / route pinning "
+        "(docs/atra.md): rfp, pre, srp, ...; reaches the dsr/smr/aodv engine",
+    )
     static_routes: dict[IPv4Address, IPv4Address] = Field(
         default_factory=dict, description="static engine: destination -> next hop (a neighbour)"
     )
@@ -209,6 +214,10 @@ class DaemonConfig(_Strict):
         ):
             if name in known:
                 values.setdefault(name, value)
+        if self.atra:
+            if "atra" not in known:
+                raise UserError(f"the {self.protocol} engine has no Atra support")
+            values.setdefault("atra", self.atra)
         return engine_config(self.protocol, values)
 
     def effective(self) -> dict[str, Any]:
@@ -262,6 +271,13 @@ def parse_config(data: Any, source: str = "config") -> DaemonConfig:
                 lines += error_lines(exc, prefix=proto)
             except (TypeError, ValueError) as exc:
                 lines.append(f"  {proto}: {exc}")
+    if cfg.atra and not lines:
+        try:
+            cfg.engine_config()  # the top-level atra: section, inside the engine's config
+        except ValidationError as exc:
+            lines += error_lines(exc)  # paths start at atra.
+        except (TypeError, ValueError, UserError) as exc:
+            lines.append(f"  atra: {exc}")
     if lines:
         raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines))
     return cfg

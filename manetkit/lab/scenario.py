@@ -9,7 +9,7 @@ validation, so an override is checked exactly like the file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -156,6 +156,10 @@ class Scenario(_Strict):
     area: Area | None = None
     mobility: Mobility = Field(default_factory=lambda: StaticMobility(layout=Layout()))
     links: list[LinkLoss] = Field(default_factory=list)
+    atra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the daemons' atra: section (docs/atra.md), e.g. --set atra.rfp=true",
+    )
 
     # Directory of the scenario file, for relative paths (setdest files).
     base_dir: Path = Field(default=Path("."), exclude=True)

@@ -218,6 +218,8 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
             # a bus proxy freezes on ERDN and resumes on ERSN: without the daemons' BuS
             # (pivot holds, local repair, notices) it would only ever probe like elfn
             extra = _merge(extra, {stack: {"bus": True}})
+        if getattr(scenario, "atra", None):
+            extra = _merge(extra, {"atra": scenario.atra})  # lab up --set atra.rfp=true
         specs.append(daemon_spec(lab, node, stack, extra))
     elif stack != "none":
         raise UserError(f"stack {stack!r} is not built (use aodv, dsr, smr or none)")
