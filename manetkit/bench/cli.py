@@ -18,6 +18,7 @@ BENCHES: list[tuple[str, str]] = [
     ("flap", "bulk TCP over a flapping 3-hop chain: plain, fixed-rto, elfn, bus"),
     ("proxy", "split-TCP proxy overhead: lab chain vs plain, fast veth through a proxy pair"),
     ("labup", "time to bring a lab up and down (rwp-30: goal under 30 s, nothing left)"),
+    ("smr", "TCP over DSR vs SMR concurrent/backup1/backup2, rwp-50 (Lim/Xu/Gerla)"),
 ]
 
 

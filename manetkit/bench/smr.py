@@ -1,0 +1,356 @@
+"""``manetkit bench smr``: TCP over DSR and the three SMR modes, side by side.
+
+Lim, Xu & Gerla's setting (ICC'03, section III-C; docs/smr.md): 50 nodes in
+1000 x 1000 m (configs/scenarios/rwp-50.yaml), random waypoint with speeds uniform in
+0..``--speed`` m/s (30) and zero pause (the scenario's Holland-style speed spread and
+its speed are overridden), 2 Mbit/s 802.11 with RTS/CTS, fixed RTO on (every node runs
+``manetkit proxy`` in ``fixed-rto`` mode: Dyer & Boppana's Reno-F, the paper's III-B).
+Traffic patterns (``--traffic``): ``1tcp`` (one bulk TCP flow), ``1tcp4cbr`` (plus four
+CBR/UDP flows of 512-byte packets at 4 packets/s, the CMU cbrgen default; the paper gives
+no rate) and ``5tcp``. Flows are random distinct node pairs drawn from the seed.
+
+Each (traffic, seed) runs every variant (``--variants``: dsr, concurrent, backup1,
+backup2) on a fresh lab with the same mobility and flows. After ``--warmup`` s the
+window of ``--duration`` s is measured:
+
+* throughput: bytes each TCP receiver's application got in the window / its length
+  (kbit/s; the mean over the TCP flows);
+* retransmission ratio (the paper's Fig. 2 definition: retransmitted segments / all
+  segments sent): from the source proxy's mesh-side TCP socket (``ss -ti``:
+  ``retrans`` total / ``segs_out``), at the end of the window, so over the whole
+  connection; summed over the TCP flows;
+* normalised control overhead (the paper's Fig. 4): control packets sent or forwarded
+  by all daemons in the window (route requests sent and rebroadcast, replies sent,
+  requests/replies/errors forwarded along source routes, errors sent) / data packets
+  delivered to destinations by all daemons in the window (TCP data and ACKs, CBR);
+* SMR's counters over the window: path switches and discoveries avoided.
+
+The full matrix (Lim/Xu/Gerla use 30 seeds; issue 9 asks at least 3)::
+
+    manetkit bench smr --traffic 1tcp,1tcp4cbr,5tcp --seeds 1,2,3 --duration 300
+
+Everything runs in real time on this machine: 50 daemons, 50 proxies, 50 radios and
+the medium share its cores, so a node's processing delay is far from QualNet's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.table import Table
+
+from manetkit.bench import report
+from manetkit.errors import UserError
+from manetkit.jsonlines import request
+from manetkit.lab import nodes, stacks
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
+from manetkit.paths import daemon_socket, netns_name
+
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "dsr": ("dsr", {}),
+    "concurrent": ("smr", {"mode": "concurrent"}),
+    "backup1": ("smr", {"mode": "backup1"}),
+    "backup2": ("smr", {"mode": "backup2"}),
+}
+TRAFFIC: dict[str, tuple[int, int]] = {"1tcp": (1, 0), "1tcp4cbr": (1, 4), "5tcp": (5, 0)}
+NODES = 50
+TCP_PORT = 5400
+CBR_PORT = 5500
+CBR_BYTES, CBR_PPS = 512, 4.0
+# Control packets in the daemons' counters (dsr.py/smr.py names).
+CONTROL = (
+    "requests-sent",
+    "requests-forwarded",
+    "replies-sent",
+    "control-forwarded",
+    "errors-sent",
+)
+
+
+def flows(seed: int, tcp: int, cbr: int, n: int = NODES) -> list[tuple[str, int, int]]:
+    """(kind, source, destination) for each flow; no node is in two flows."""
+    rng = random.Random(f"smr-flows-{seed}")
+    picked = rng.sample(range(1, n + 1), 2 * (tcp + cbr))
+    out = []
+    for i in range(tcp + cbr):
+        out.append(("tcp" if i < tcp else "cbr", picked[2 * i], picked[2 * i + 1]))
+    return out
+
+
+def addr(i: int) -> str:
+    return str(stacks.node_address(f"n{i}"))
+
+
+def counters(lab: str) -> dict[str, int]:
+    """All daemons' engine counters, summed."""
+    total: dict[str, int] = {}
+    for i in range(1, NODES + 1):
+        try:
+            st = request(daemon_socket(lab, f"n{i}"), {"cmd": "status"}, timeout=5)["status"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for k, v in st["engine"]["counters"].items():
+            if isinstance(v, int):
+                total[k] = total.get(k, 0) + v
+    return total
+
+
+_SS_SEGS = re.compile(r"\bsegs_out:(\d+)")
+_SS_RETRANS = re.compile(r"\bretrans:\d+/(\d+)")
+_SS_RTT = re.compile(r"\brtt:([\d.]+)/")
+
+
+def ss_retrans(text: str) -> tuple[int, int] | None:
+    """(retransmitted, sent) segments of the socket with the longest RTT in ``ss -tin``
+    output: with a transparent proxy the app's local leg and the proxy's mesh-side leg
+    share the 4-tuple; the mesh leg is the one with a real RTT."""
+    best: tuple[float, int, int] | None = None
+    for line in text.splitlines():
+        segs = _SS_SEGS.search(line)
+        if segs is None:
+            continue
+        rtt = _SS_RTT.search(line)
+        re_ = _SS_RETRANS.search(line)
+        cand = (float(rtt.group(1)) if rtt else 0.0, int(re_.group(1)) if re_ else 0)
+        if best is None or cand[0] > best[0]:
+            best = (cand[0], cand[1], int(segs.group(1)))
+    return None if best is None else (best[1], best[2])
+
+
+def _ns(lab: str, node: int, *argv: str) -> list[str]:
+    return ["ip", "netns", "exec", netns_name(lab, f"n{node}"), *argv]
+
+
+def _py(lab: str, node: int, module: str, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        _ns(lab, node, sys.executable, "-m", module, *args),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@contextlib.contextmanager
+def _daemon_extra(work: Path, protocol: str, values: dict[str, Any]) -> Iterator[None]:
+    """MANETKIT_LAB_DAEMON_CONFIG for this variant while the lab comes up."""
+    old = os.environ.get(stacks.EXTRA_ENV)
+    path = work / f"daemon-{protocol}-{values.get('mode', 'dsr')}.yaml"
+    path.write_text(yaml.safe_dump({protocol: values} if values else {}))
+    os.environ[stacks.EXTRA_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(stacks.EXTRA_ENV, None)
+        else:
+            os.environ[stacks.EXTRA_ENV] = old
+
+
+def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, work: Path) -> dict:
+    protocol, values = VARIANTS[variant]
+    tcp, cbr = TRAFFIC[traffic]
+    fl = flows(seed, tcp, cbr)
+    lab = f"smrb{os.getpid() % 1000}"
+    overrides = {
+        "stack": protocol,
+        "proxy": "fixed-rto",
+        "seed": str(seed),
+        "mobility.speed": str(args.speed),
+        "mobility.speed_dist": "uniform",
+        "mobility.pause_s": "0",
+    }
+    tag = f"{traffic}-s{seed}-{variant}"
+    procs: list[subprocess.Popen[bytes]] = []
+    outs: list[Path] = []
+    nodes.down(lab)
+    try:
+        with _daemon_extra(work, protocol, values):
+            nodes.up(SHIPPED_SCENARIOS / "rwp-50.yaml", name=lab, overrides=overrides, timeout=180)
+        for k, (kind, _src, dst) in enumerate(fl):
+            if kind == "tcp":
+                out = work / f"{tag}-recv{k}.json"
+                out.unlink(missing_ok=True)
+                outs.append(out)
+                port = str(TCP_PORT + k)
+                procs.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", port,
+                                 "--out", str(out)))  # fmt: skip
+        time.sleep(1.0)
+        for k, (kind, src, dst) in enumerate(fl):
+            if kind == "tcp":
+                procs.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
+                                 "--port", str(TCP_PORT + k), "--out",
+                                 str(work / f"{tag}-send{k}.json")))  # fmt: skip
+            else:
+                procs.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
+                                 str(CBR_PORT + k)))  # fmt: skip
+        time.sleep(args.warmup)
+        c0 = counters(lab)
+        t0 = time.monotonic()
+        time.sleep(max(0.0, t0 + args.duration - time.monotonic()))
+        t1 = time.monotonic()
+        c1 = counters(lab)
+        retrans = [0, 0]
+        for k, (kind, src, dst) in enumerate(fl):
+            if kind != "tcp":
+                continue
+            ss = subprocess.run(
+                _ns(lab, src, "ss", "-tin", "dst", addr(dst), "dport", "=", f":{TCP_PORT + k}"),
+                capture_output=True, text=True, check=False,
+            ).stdout  # fmt: skip
+            got = ss_retrans(ss)
+            if got is not None:
+                retrans[0] += got[0]
+                retrans[1] += got[1]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        nodes.down(lab)
+    window = t1 - t0
+    kbps = []
+    for out in outs:
+        res = json.loads(out.read_text()) if out.exists() else {"samples": []}
+        samples = [(float(t), int(b)) for t, b in res.get("samples", [])]
+        before = max((b for t, b in samples if t <= t0), default=0)
+        upto = max((b for t, b in samples if t <= t1), default=0)
+        kbps.append((upto - before) * 8 / 1000 / window)
+    delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in set(c0) | set(c1)}
+    control = sum(delta.get(k, 0) for k in CONTROL)
+    delivered = delta.get("data-delivered", 0)
+    return {
+        "variant": variant,
+        "traffic": traffic,
+        "seed": seed,
+        "flows": [{"kind": k, "src": f"n{s}", "dst": f"n{d}"} for k, s, d in fl],
+        "window_s": round(window, 2),
+        "tcp_kbps": [round(x, 1) for x in kbps],
+        "mean_tcp_kbps": round(sum(kbps) / len(kbps), 1) if kbps else None,
+        "retransmitted": retrans[0],
+        "segments_sent": retrans[1],
+        "retrans_ratio": round(retrans[0] / retrans[1], 4) if retrans[1] else None,
+        "control_packets": control,
+        "data_delivered": delivered,
+        "norm_overhead": round(control / delivered, 3) if delivered else None,
+        "path_switches": delta.get("smr-switches", 0),
+        "discoveries_avoided": delta.get("smr-discoveries-avoided", 0),
+        "requests_sent": delta.get("requests-sent", 0),
+    }
+
+
+def _mean(xs: list[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return sum(got) / len(got) if got else None
+
+
+def run(args: argparse.Namespace) -> int:
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    traffics = [t.strip() for t in args.traffic.split(",") if t.strip()]
+    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    for v in variants:
+        if v not in VARIANTS:
+            raise UserError(f"--variants: {v!r} is not one of {', '.join(VARIANTS)}")
+    for t in traffics:
+        if t not in TRAFFIC:
+            raise UserError(f"--traffic: {t!r} is not one of {', '.join(TRAFFIC)}")
+    work = Path(args.out) / "smr-runs"
+    work.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for traffic in traffics:
+        for seed in seeds:
+            for v in variants:
+                r = run_one(v, traffic, seed, args, work)
+                runs.append(r)
+                print(json.dumps(r), flush=True)
+    table = Table(title=f"TCP over DSR and SMR, rwp-50, 0-{args.speed:g} m/s, fixed-RTO")
+    for col in ("traffic", "variant", "seeds", "TCP kbit/s", "x DSR", "retrans ratio",
+                "ctl/data", "switches", "avoided"):  # fmt: skip
+        table.add_column(col)
+    summary = []
+    for traffic in traffics:
+        base = _mean([r["mean_tcp_kbps"] for r in runs if r["traffic"] == traffic
+                      and r["variant"] == "dsr"])  # fmt: skip
+        for v in variants:
+            rs = [r for r in runs if r["traffic"] == traffic and r["variant"] == v]
+            kb = _mean([r["mean_tcp_kbps"] for r in rs])
+            row = {
+                "traffic": traffic,
+                "variant": v,
+                "seeds": [r["seed"] for r in rs],
+                "mean_tcp_kbps": kb,
+                "vs_dsr": kb / base if kb is not None and base else None,
+                "retrans_ratio": _mean([r["retrans_ratio"] for r in rs]),
+                "norm_overhead": _mean([r["norm_overhead"] for r in rs]),
+                "path_switches": sum(r["path_switches"] for r in rs),
+                "discoveries_avoided": sum(r["discoveries_avoided"] for r in rs),
+            }
+            summary.append(row)
+
+            def f(x: float | None, fmt: str) -> str:
+                return "-" if x is None else format(x, fmt)
+
+            table.add_row(
+                traffic, v, ",".join(map(str, row["seeds"])), f(kb, ".1f"),
+                f(row["vs_dsr"], ".2f"), f(row["retrans_ratio"], ".3f"),
+                f(row["norm_overhead"], ".2f"), str(row["path_switches"]),
+                str(row["discoveries_avoided"]),
+            )  # fmt: skip
+    report.show(
+        table,
+        f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
+        "x DSR = mean TCP throughput / DSR's in the same run",
+    )
+    report.write(
+        args.out,
+        "smr",
+        {"settings": {k: v for k, v in vars(args).items() if k != "func"},
+         "summary": summary, "runs": runs},
+    )  # fmt: skip
+    return 0
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="dsr,concurrent,...")
+    parser.add_argument("--traffic", default="1tcp", help=f"comma-separated: {','.join(TRAFFIC)}")
+    parser.add_argument("--seeds", default="1", help="comma-separated seeds (1)")
+    parser.add_argument("--speed", type=float, default=30.0, help="max speed, m/s (30)")
+    parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (60)")
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
+    parser.set_defaults(func=run)
+
+
+def cbr(dst: str, port: int, size: int = CBR_BYTES, pps: float = CBR_PPS) -> None:
+    """A CBR/UDP source: ``size``-byte datagrams at ``pps`` until killed."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    payload = b"\0" * size
+    t = time.monotonic()
+    while True:
+        with contextlib.suppress(OSError):
+            s.sendto(payload, (dst, port))
+        t += 1 / pps
+        time.sleep(max(0.0, t - time.monotonic()))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "cbr":
+        cbr(sys.argv[2], int(sys.argv[3]))
+    else:
+        sys.exit("usage: python -m manetkit.bench.smr cbr DST PORT")
