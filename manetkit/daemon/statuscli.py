@@ -170,7 +170,7 @@ def render(st: dict[str, Any], console: Console) -> None:
 
     engine = st.get("engine", {})
     # Engines report routes (AODV, static) or cached paths (DSR) as lists of flat dicts.
-    for key in ("routes", "paths", "cache"):
+    for key in ("routes", "paths", "cache", "multipath"):
         rows = engine.get(key)
         if not rows or not isinstance(rows, list) or not isinstance(rows[0], dict):
             continue

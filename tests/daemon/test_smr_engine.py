@@ -241,11 +241,14 @@ def test_status_shows_primary_and_backup_with_ages() -> None:
     sim.run(duration=1.0)
     sim.engines[A(1)].handle_timer(sim.now)  # status ages are as of the last input
     st = sim.engines[A(1)].status()
-    (d,) = st["smr"]["destinations"]
-    assert st["protocol"] == "smr" and d["dst"] == str(A(8))
-    assert [r["role"] for r in d["routes"]] == ["primary", "backup"]
-    assert all(r["age_s"] > 0.8 for r in d["routes"])
-    assert d["routes"][0]["age_s"] > d["routes"][1]["age_s"]
+    rows = st["multipath"]
+    assert st["protocol"] == "smr" and st["smr"]["mode"] == "backup2"
+    assert [(r["dst"], r["role"], r["hops"]) for r in rows] == [
+        (str(A(8)), "primary", 4),
+        (str(A(8)), "backup", 3),
+    ]
+    assert all(r["age_s"] > 0.8 for r in rows)
+    assert rows[0]["age_s"] > rows[1]["age_s"]
 
 
 def test_cached_replies_are_refused_in_the_config() -> None:

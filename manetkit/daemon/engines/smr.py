@@ -306,20 +306,17 @@ class SmrEngine(DsrEngine):
             "mode": str(self.smr.mode),
             "paths": self.smr.paths,
             "rediscover": self.smr.rediscover,
-            "destinations": [
-                {
-                    "dst": str(dst),
-                    "routes": [
-                        {
-                            "role": "primary" if i == 0 else "backup",
-                            "path": [str(a) for a in e.path],
-                            "hops": len(e.path) - 1,
-                            "age_s": round(now - e.added, 3),
-                        }
-                        for i, e in enumerate(ps.entries)
-                    ],
-                }
-                for dst, ps in sorted(self._sets.items())
-            ],
         }
+        # One flat row per route (the status CLI prints it as a table like "paths").
+        st["multipath"] = [
+            {
+                "dst": str(dst),
+                "role": "primary" if i == 0 else "backup",
+                "hops": len(e.path) - 1,
+                "age_s": round(now - e.added, 3),
+                "path": [str(a) for a in e.path],
+            }
+            for dst, ps in sorted(self._sets.items())
+            for i, e in enumerate(ps.entries)
+        ]
         return st
