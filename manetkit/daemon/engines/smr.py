@@ -194,6 +194,9 @@ class SmrEngine(DsrEngine):
         if asked is None or now - asked > window:
             self.counters["smr-replies-unasked"] += 1
             return
+        if len(set(route)) != len(route) or len(route) - 1 > self.config.max_route_length:
+            self.counters["smr-replies-invalid"] += 1
+            return
         if self._held and self._unheld_prefix(now, route, fresh) != route:
             self.counters["smr-replies-held"] += 1
             return
