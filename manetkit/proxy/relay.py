@@ -79,6 +79,8 @@ class Relay:
         self.mesh_write_blocked = False
         self.timer: asyncio.TimerHandle | None = None
         self.connecting = False
+        self.dial_task: asyncio.Task[None] | None = None
+        self._dial_gen = 0  # which dial owns `connecting` (a redial supersedes one)
         self.reconnect_delay = RECONNECT_MIN
         self.bytes_from_app = 0
         self.bytes_to_app = 0
@@ -281,7 +283,7 @@ class Relay:
             elif isinstance(act, pol.ReplaceLeg):
                 self.replace_leg(act.why)
             elif isinstance(act, pol.Reconnect):
-                self.schedule_reconnect(0)
+                self.redial()
         self.flush()
 
     def deliver(self, data: bytes) -> None:
@@ -371,7 +373,7 @@ class Relay:
             return
         d = self.reconnect_delay if delay is None else delay
         self.reconnect_delay = min(RECONNECT_MAX, self.reconnect_delay * 2)
-        self.loop.call_later(d, lambda: self.loop.create_task(self.connect_leg()))
+        self.loop.call_later(d, self.dial)
 
     def replace_leg(self, why: str) -> None:
         """Drop a backed-off kernel connection and RESUME on a fresh one (ELFN, BuS)."""
@@ -383,12 +385,30 @@ class Relay:
         if old is not None and old.transport is not None:
             reset_socket(old.transport)
         self.session.transport_lost(self.loop.time())
-        self.loop.create_task(self.connect_leg())
+        self.dial()
+
+    def dial(self) -> None:
+        """Start a leg connection (if none is up or under way)."""
+        if not (self.connecting or self.closed or self.mesh is not None):
+            self.dial_task = self.loop.create_task(self.connect_leg())
+
+    def redial(self) -> None:
+        """The route is back while the leg is gone: dial now. A dial under way may wait
+        on a SYN that went out while there was no route (the kernel resends it after
+        1 s, then the attempt times out): a fresh SYN takes the new route at once."""
+        if self.closed or self.mesh is not None or self.session.role is not Role.INITIATOR:
+            return
+        if self.connecting and self.dial_task is not None:
+            self.dial_task.cancel()
+            self.connecting = False
+        self.dial()
 
     async def connect_leg(self) -> None:
         if self.connecting or self.closed or self.mesh is not None:
             return
         self.connecting = True
+        self._dial_gen += 1
+        gen = self._dial_gen
         cfg = self.proxy.cfg
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -400,17 +420,20 @@ class Relay:
             await asyncio.wait_for(
                 self.loop.sock_connect(sock, (str(self.peer), cfg.peer_port)), timeout
             )
+        except asyncio.CancelledError:
+            sock.close()
+            return  # superseded by redial(), which owns `connecting` now
         except (TimeoutError, OSError) as exc:
             sock.close()
-            self.connecting = False
-            log.debug("session %s: leg connect failed: %r", self.session.sid_hex[:8], exc)
-            self.schedule_reconnect()
+            if gen == self._dial_gen:
+                self.connecting = False
+                log.debug("session %s: leg connect failed: %r", self.session.sid_hex[:8], exc)
+                self.schedule_reconnect()
             return
-        finally:
-            self.connecting = False
-        if self.closed:
-            sock.close()
+        if gen != self._dial_gen or self.closed:
+            sock.close()  # superseded meanwhile, or the session ended
             return
+        self.connecting = False
         side = Side(self, "mesh", on_made=self._leg_made)
         await self.loop.connect_accepted_socket(lambda: side, sock)
 

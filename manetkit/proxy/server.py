@@ -234,7 +234,7 @@ class Proxy:
             mode,
         )
         relay.arm_timer()
-        self.loop.create_task(relay.connect_leg())
+        relay.dial()
 
     # --- the server's side -------------------------------------------------------------------
 
