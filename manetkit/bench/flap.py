@@ -48,8 +48,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
 from manetkit.errors import UserError
-from manetkit.lab import nodes, paths, stacks
+from manetkit.lab import nodes, stacks
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 MODES = ("plain", "fixed-rto", "elfn", "bus")

@@ -31,10 +31,11 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from manetkit import paths
 from manetkit.bench import flap
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
-from manetkit.lab import nodes, paths
+from manetkit.lab import nodes
 
 GOAL_LAB_PCT = 5.0
 GOAL_FAST_MBPS = 500.0

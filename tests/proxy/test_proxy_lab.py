@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from manetkit.lab import netns, nodes, paths
+from manetkit import paths
+from manetkit.lab import netns, nodes
 from tests.helpers.lab import SCENARIOS, manetkit, nsexec, nspopen, unique_lab, wait_for
 from tests.proxy.httpd import body
 
