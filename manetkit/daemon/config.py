@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from manetkit.configfile import error_lines, read_yaml_mapping, validate
+from manetkit.daemon.auth import AuthConfig
 from manetkit.errors import UserError
 from manetkit.jsonlines import group_id
 from manetkit.macaddr import parse_mac
@@ -133,6 +134,9 @@ class DaemonConfig(_Strict):
         "(mode 0660) and may send state-changing commands (discover)",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    auth: AuthConfig | None = Field(
+        None, description="control-plane MACs (docs/security.md); off when absent"
+    )
     aodv: dict[str, Any] = Field(default_factory=dict)
     dsr: dict[str, Any] = Field(default_factory=dict)
     smr: dict[str, Any] = Field(

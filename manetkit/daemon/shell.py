@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from manetkit import events as ev
 from manetkit import runner
+from manetkit.daemon.auth import Authenticator, Rejected
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
@@ -124,6 +125,8 @@ class Daemon:
         self._kexec = ThreadPoolExecutor(1, thread_name_prefix="kernel")
         self._stop = asyncio.Event()
         self._hello_port = cfg.link_sensing.hello.port
+        # Control-plane MACs (docs/security.md): verified before the engine, signed after.
+        self.auth = Authenticator.from_config(cfg.auth, self._hello_port) if cfg.auth else None
         self.started_at = time.time()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -268,12 +271,24 @@ class Daemon:
         self._transmit()
 
     def _rx_frame(self, mac: bytes, packet: bytes) -> None:
+        if self.auth is not None and (packet := self._verified(mac, packet)) is None:
+            return
         if packet[16] == 255 and is_hello(packet, self._hello_port):
             self._on_hello(mac, packet)
             return
         self.engine.receive_frame(self._now, packet, mac)
 
+    def _verified(self, mac: bytes, packet: bytes) -> bytes | None:
+        assert self.auth is not None
+        out = self.auth.verify(self._now, packet, mac)
+        if type(out) is Rejected:
+            self.drops[f"auth-{out.reason}"] += 1
+            return None
+        return out  # type: ignore[return-value]
+
     def _overheard_frame(self, mac: bytes, packet: bytes) -> None:
+        if self.auth is not None and (packet := self._verified(mac, packet)) is None:
+            return
         self.engine.overhear_frame(self._now, packet, mac)
 
     def _on_tun(self) -> None:
@@ -289,6 +304,7 @@ class Daemon:
         dp = self.dp
         assert dp is not None
         nb = self.neighbours
+        auth = self.auth
         macs = self._macs
         if nb.version != self._macs_version:
             macs.clear()
@@ -298,8 +314,9 @@ class Daemon:
             t = type(a)
             if t is SendFrame:
                 hop = a.next_hop
+                packet = a.packet if auth is None else auth.sign(self._now, a.packet)
                 if hop is None:
-                    dp.send(BROADCAST_MAC, a.packet)
+                    dp.send(BROADCAST_MAC, packet)
                     continue
                 # IPv4Address hashes in Python (~1 us); its int hashes in C.
                 mac = macs.get(hop._ip)
@@ -309,7 +326,7 @@ class Daemon:
                         self.drops["no-neighbour-mac"] += 1
                         continue
                     macs[hop._ip] = mac
-                dp.send(mac, a.packet)
+                dp.send(mac, packet)
             elif t is Deliver:
                 dp.write_tun(a.packet)
             elif t is Notify:
@@ -348,6 +365,8 @@ class Daemon:
 
     def _send_broadcast(self, packet: bytes) -> None:
         if self.dp is not None:
+            if self.auth is not None:
+                packet = self.auth.sign(self._now, packet)
             self.dp.send(BROADCAST_MAC, packet)
 
     # -- link sensing -----------------------------------------------------------------
@@ -491,6 +510,7 @@ class Daemon:
                 "shell": dict(self.counters),
                 "events": self.events.counters(),
                 "beacons_sent": self.beacon.sent if self.beacon else 0,
+                "auth": dict(self.auth.counters) if self.auth else None,
             },
         }
 

@@ -52,6 +52,14 @@ DSR_OPT_PREDICTED = 52
 AODV_EXT_PREDICTED = 249
 _PREDICTED = struct.Struct("!Hh")
 
+# Control-plane authentication (manetkit/daemon/auth.py, docs/security.md): the MAC
+# trailer rides as DSR option 56 (high bits 00: skip if unknown, RFC 4728 6.1; with the
+# same 2-byte shim as the notices) and as AODV extension 248 (RFC 3561 section 9 format),
+# also after the body of a manetkit hello beacon. Body: key id u8 | index u32 | PC u32 |
+# MAC (RFC 8967 4.1's packet counter and index).
+DSR_OPT_AUTH = 56
+AODV_EXT_AUTH = 248
+
 KIND_ERDN = 1
 KIND_ERSN = 2
 
