@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from manetkit.jsonlines import request
 from manetkit.procs import wait_for
 
 __all__ = [
-    "REPO", "SCENARIOS", "manetkit", "nsexec", "nspopen", "ping_ok", "status",
+    "REPO", "SCENARIOS", "EventLog", "manetkit", "nsexec", "nspopen", "ping_ok", "status",
     "unique_lab", "wait_for", "wait_ping", "write_scenario",
 ]  # fmt: skip
 
@@ -93,3 +95,30 @@ def write_scenario(
     }
     path.write_text(json.dumps(doc))
     return str(path)
+
+
+class EventLog:
+    """Every event of one daemon, stamped by the daemon (unix time)."""
+
+    def __init__(self, lab: str, node: str) -> None:
+        self.events: list[dict] = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(paths.daemon_socket(lab, node)))
+        self.sock.sendall(b'{"cmd":"subscribe"}\n')
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        buf = b""
+        try:
+            while chunk := self.sock.recv(65536):
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                self.events += [json.loads(x) for x in lines if x.strip()]
+        except OSError:
+            pass
+
+    def named(self, name: str) -> list[dict]:
+        return [e for e in self.events if e.get("event") == name]
+
+    def close(self) -> None:
+        self.sock.close()

@@ -13,49 +13,27 @@ sends no Route Request; iperf3 keeps moving bytes after the cut.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import pytest
 from scapy.utils import rdpcap
 
-from manetkit import paths
 from manetkit.lab.medium.control import control
 from tests.daemon.test_wire_dsr import hop_list
 from tests.helpers import tshark
-from tests.helpers.lab import SCENARIOS, nsexec, nspopen, status, wait_for, wait_ping
+from tests.helpers.lab import (
+    SCENARIOS,
+    EventLog,
+    nsexec,
+    nspopen,
+    status,
+    wait_for,
+    wait_ping,
+)
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 DST = "10.42.0.6"
-
-
-class EventLog:
-    """Every event of one daemon, stamped by the daemon (unix time)."""
-
-    def __init__(self, lab: str, node: str) -> None:
-        self.events: list[dict] = []
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(paths.daemon_socket(lab, node)))
-        self.sock.sendall(b'{"cmd":"subscribe"}\n')
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        buf = b""
-        try:
-            while chunk := self.sock.recv(65536):
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                self.events += [json.loads(x) for x in lines if x.strip()]
-        except OSError:
-            pass
-
-    def named(self, name: str) -> list[dict]:
-        return [e for e in self.events if e.get("event") == name]
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def routes(lab: str) -> list[dict]:
