@@ -130,7 +130,9 @@ class PathSwitch:
     reason: str
 
 
-Event = RouteUp | RouteDown | NeighbourUp | NeighbourDown | PredictedFailure | Erdn | Ersn | PathSwitch
+Event = (
+    RouteUp | RouteDown | NeighbourUp | NeighbourDown | PredictedFailure | Erdn | Ersn | PathSwitch
+)
 
 # The wire name of each event type.
 NAMES: dict[type, str] = {
