@@ -23,7 +23,7 @@ def test_off_by_default() -> None:
     assert atra.path_loss_exponent == 4
 
 
-@pytest.mark.parametrize("protocol", ["dsr", "smr"])
+@pytest.mark.parametrize("protocol", ["dsr", "smr", "aodv"])
 def test_top_level_section_reaches_the_engine(protocol: str) -> None:
     cfg = parse_config({**BASE, "protocol": protocol, "atra": {"rfp": True, "pre": True}})
     atra = cfg.engine_config().atra

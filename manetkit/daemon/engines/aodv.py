@@ -65,6 +65,9 @@ from manetkit.daemon.engines.aodv_routes import (
     seq_newer,
     seq_next,
 )
+from manetkit.daemon.engines.atra.aodvhooks import AodvAtraHooks
+from manetkit.daemon.engines.atra.config import AtraConfig
+from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (
     Deliver,
     Dropped,
@@ -73,6 +76,7 @@ from manetkit.daemon.engines.base import (
     Notify,
     RoutingEngine,
     SendFrame,
+    SignalSample,
     TxFailed,
     failed_packet_fields,
 )
@@ -101,6 +105,11 @@ class AodvConfig(SendBufferSettings, BusSettings):
     """AODV settings (YAML ``aodv:``). Defaults: RFC 3561 section 10. Times in ms."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    atra: AtraConfig = Field(
+        default_factory=AtraConfig,
+        description="Atra RFP (docs/atra.md); the daemon's top-level atra:",
+    )
 
     active_route_timeout_ms: int = Field(
         3000, gt=0, description="an unused route stays valid this long (ACTIVE_ROUTE_TIMEOUT)"
@@ -215,7 +224,7 @@ class _Discovery:
     waiting_ratelimit: bool = False
 
 
-class AodvEngine(RoutingEngine):
+class AodvEngine(AodvAtraHooks, RoutingEngine):
     name = "aodv"
 
     def __init__(
@@ -263,6 +272,9 @@ class AodvEngine(RoutingEngine):
         # even with bus off; holding and pivot repair only with ``bus``.
         self._bus = BusState(c)
         self._bus_on = c.bus
+        # Atra (docs/atra.md): hooks run only with a mechanism on.
+        self._atra = AtraState(c.atra, address)
+        self._atra_on = c.atra.enabled
 
     # ------------------------------------------------------------------ inputs
     def receive_frame(
@@ -291,6 +303,8 @@ class AodvEngine(RoutingEngine):
             self._malformed(packet, "not an IPv4 packet")
             return
         self._originated += 1
+        if self._atra_on:
+            self._atra.sent_to(now, IPv4Address(packet[ipv4.DST]))
         self._data(now, packet, False, None)
 
     def link_event(self, now: float, event: LinkEvent) -> None:
@@ -301,8 +315,12 @@ class AodvEngine(RoutingEngine):
             if event.packet is not None and aodv.is_control(event.packet):
                 self._control_tx_failed(now, event.neighbour, event.packet)
             self._link_break(now, event.neighbour, "tx-failed", event.packet)
-        # LinkUp teaches nothing AODV can use (no sequence number); SignalSample is for
-        # Atra's failure prediction (later issue).
+        elif isinstance(event, SignalSample) and self._atra_on:
+            self._atra.handle_timer(now)  # scores predictions that timed out
+            self._atra_signal(now, event.neighbour, event.signal_dbm)
+        # LinkUp teaches nothing AODV can use (no sequence number).
+        if self._atra_on and isinstance(event, LinkDown | TxFailed):
+            self._atra.link_failed(now, event.neighbour)
 
     def handle_timer(self, now: float) -> None:
         self._now = now
@@ -647,6 +665,8 @@ class AodvEngine(RoutingEngine):
                 self._on_hello(now, sender, msg)
             else:
                 self._on_rrep(now, sender, msg)
+                if self._atra_on and self._atra.waiting:
+                    self._atra_rrep(now)
         elif isinstance(msg, aodv.RERR):
             self._on_rerr(now, sender, msg)
         else:
@@ -667,6 +687,8 @@ class AodvEngine(RoutingEngine):
                 self.counters["rreq-blacklisted"] += 1
                 return  # 6.8: ignore RREQs from blacklisted neighbours
             del self._blacklist[sender]
+        if self._atra_on and self._atra.suppress_request(now, sender):
+            return  # Atra: not over a link predicted to fail
         self._touch_neighbour(now, sender)
         if m.orig == self.address:
             return
@@ -822,6 +844,10 @@ class AodvEngine(RoutingEngine):
         """6.11 (iii): routes through ``sender`` to the listed destinations are gone."""
         self.counters["rerr-received"] += 1
         items = self._notices(m)
+        pred = next((i for i in items if isinstance(i, mx.Predicted)), None)
+        if pred is not None and self._atra_on:
+            self._atra_rerr(now, sender, m, pred)  # Atra: the link still works
+            return
         notices = [i for i in items if isinstance(i, mx.Notice)]
         if notices:
             # An ERDN/ERSN (N set: plain nodes keep their routes): relayed towards the
@@ -1197,6 +1223,7 @@ class AodvEngine(RoutingEngine):
             "send_buffer_drops": dict(self.send_buffer.drops),
             "counters": counters,
             "bus": self._bus.status(),
+            **({"atra": self._atra_status()} if self._atra_on else {}),
         }
 
 
