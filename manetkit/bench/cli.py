@@ -19,6 +19,7 @@ BENCHES: list[tuple[str, str]] = [
     ("proxy", "split-TCP proxy overhead: lab chain vs plain, fast veth through a proxy pair"),
     ("labup", "time to bring a lab up and down (rwp-30: goal under 30 s, nothing left)"),
     ("smr", "TCP over DSR vs SMR concurrent/backup1/backup2, rwp-50 (Lim/Xu/Gerla)"),
+    ("atra", "TCP over DSR vs ELFN vs Atra RFP/PRE/SRP, rwp-30 at 1/10/20 m/s (Anantharaman)"),
 ]
 
 

@@ -1,0 +1,379 @@
+"""``manetkit bench atra``: TCP over DSR with and without Atra and ELFN, side by side.
+
+Anantharaman et al.'s one-connection experiment (section IV-B, Table II) on Holland &
+Vaidya's pattern: 30 nodes in 1500 x 300 m (configs/scenarios/rwp-30.yaml), random
+waypoint, zero pause, speeds 0.9v..1.1v for v in ``--speeds`` (1, 10, 20 m/s), 2 Mbit/s
+802.11 with RTS/CTS, one bulk TCP flow between a seeded random pair. Each (speed, seed)
+runs every variant on a fresh lab with the same mobility and flow:
+
+* ``dsr``: the default stack (no proxy: the hosts' TCP end to end);
+* ``dsr+elfn``: every node runs ``manetkit proxy`` in ``elfn`` mode (Holland & Vaidya);
+* ``dsr+atra``: ``atra: {rfp, pre, srp}`` on in every daemon (docs/atra.md);
+* ``dsr+atra+elfn``: both.
+
+Measured after ``--warmup`` s over ``--duration`` s: the TCP receiver's goodput
+(kbit/s); the daemons' Atra counters summed (predictions, hits and false alarms as the
+engines score them, breaks not predicted, predicted / proactive errors sent, pinned
+flows); and every ``predicted-failure`` event of every daemon scored against the
+medium's ground truth (its graph log): a prediction is a hit when that link really left
+the graph within twice the look-ahead, precision = hits / predictions.
+
+The full matrix (the issue's: three seeds, 120 s runs)::
+
+    manetkit bench atra --speeds 1,10,20 --seeds 1,2,3 --duration 110 --warmup 10
+
+and with AODV (Atra's RFP on RFC 3561's RERR/RREQ; docs/atra.md)::
+
+    manetkit bench atra --variants aodv,aodv+elfn,aodv+atra,aodv+atra+elfn --seeds 1,2,3 --duration 110
+
+``--lock PATH`` takes an flock on PATH around each run (one lab at a time on a shared
+machine, without holding the lock for the whole matrix). Everything runs in real time:
+30 daemons, radios and the medium share this machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.table import Table
+
+from manetkit import paths
+from manetkit.bench import report
+from manetkit.bench.smr import addr, flows
+from manetkit.errors import UserError
+from manetkit.jsonlines import request
+from manetkit.lab import nodes, stacks
+from manetkit.lab.medium.groundtruth import read_log
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
+from manetkit.paths import daemon_socket, netns_name
+
+NODES = 30
+TCP_PORT = 5600
+ATRA_ON = {"rfp": True, "pre": True, "srp": True}
+VARIANTS: dict[str, tuple[str, bool, str]] = {  # name -> (stack, atra, proxy)
+    "dsr": ("dsr", False, "none"),
+    "dsr+elfn": ("dsr", False, "elfn"),
+    "dsr+atra": ("dsr", True, "none"),
+    "dsr+atra+elfn": ("dsr", True, "elfn"),
+    "aodv": ("aodv", False, "none"),
+    "aodv+elfn": ("aodv", False, "elfn"),
+    "aodv+atra": ("aodv", True, "none"),
+    "aodv+atra+elfn": ("aodv", True, "elfn"),
+}
+DEFAULT_VARIANTS = "dsr,dsr+elfn,dsr+atra,dsr+atra+elfn"
+COUNTERS = (
+    "predictions",
+    "hits",
+    "false_alarms",
+    "breaks_not_predicted",
+    "predicted_errors_sent",
+    "proactive_errors_sent",
+    "predicted_switches",
+    "rreq_suppressed",
+    "pinned_acks",
+)
+
+
+class Predictions:
+    """``predicted-failure`` events of every daemon: (wall time, node, neighbour node)."""
+
+    def __init__(self, lab: str) -> None:
+        self.seen: list[tuple[float, str, str]] = []
+        self._socks: list[socket.socket] = []
+        for i in range(1, NODES + 1):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(daemon_socket(lab, f"n{i}")))
+                s.sendall(b'{"cmd":"subscribe"}\n')
+            except OSError:
+                s.close()
+                continue
+            self._socks.append(s)
+            threading.Thread(target=self._read, args=(s, f"n{i}"), daemon=True).start()
+
+    def _read(self, s: socket.socket, node: str) -> None:
+        buf = b""
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := s.recv(65536):
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    ev = json.loads(line) if line.strip() else {}
+                    if ev.get("event") == "predicted-failure":
+                        nb = "n" + ev["neighbour"].rsplit(".", 1)[1]
+                        self.seen.append((float(ev["time"]), node, nb))
+
+    def close(self) -> None:
+        for s in self._socks:
+            s.close()
+
+
+def score(
+    preds: list[tuple[float, str, str]], graph: list[dict[str, Any]], horizon_s: float
+) -> dict[str, Any]:
+    """Ground-truth precision: a prediction is a hit when its link left the medium's graph
+    within ``horizon_s`` (twice the look-ahead) after it; a link predicted from both ends
+    counts once per end."""
+    hits = 0
+    leads: list[float] = []
+    snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+    for t, a, b in preds:
+        edge = frozenset((a, b))
+        gone = next((w for w, es in snaps if t < w <= t + horizon_s and edge not in es), None)
+        if gone is not None:
+            hits += 1
+            leads.append(gone - t)
+    n = len(preds)
+    return {
+        "predictions": n,
+        "hits": hits,
+        "false_alarms": n - hits,
+        "precision": round(hits / n, 3) if n else None,
+        "mean_lead_s": round(sum(leads) / len(leads), 2) if leads else None,
+    }
+
+
+def atra_counters(lab: str) -> dict[str, int]:
+    total = dict.fromkeys(COUNTERS, 0)
+    for i in range(1, NODES + 1):
+        try:
+            st = request(daemon_socket(lab, f"n{i}"), {"cmd": "status"}, timeout=5)["status"]
+        except (OSError, ValueError, KeyError):
+            continue
+        at = st["engine"].get("atra") or {}
+        for k in COUNTERS:
+            total[k] += int(at.get(k, 0))
+    return total
+
+
+@contextlib.contextmanager
+def _locked(path: str | None) -> Iterator[None]:
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _daemon_extra(work: Path, atra: bool) -> Iterator[None]:
+    old = os.environ.get(stacks.EXTRA_ENV)
+    path = work / f"daemon-atra-{atra}.yaml"
+    path.write_text(yaml.safe_dump({"atra": ATRA_ON} if atra else {}))
+    os.environ[stacks.EXTRA_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(stacks.EXTRA_ENV, None)
+        else:
+            os.environ[stacks.EXTRA_ENV] = old
+
+
+def _py(lab: str, node: int, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["ip", "netns", "exec", netns_name(lab, f"n{node}"), sys.executable, "-m", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, work: Path) -> dict:
+    stack, atra, proxy = VARIANTS[variant]
+    ((_, src, dst),) = flows(seed, 1, 0, n=NODES)
+    lab = f"atrb{os.getpid() % 1000}"
+    overrides = {
+        "stack": stack,
+        "proxy": proxy,
+        "seed": str(seed),
+        "mobility.speed": str(speed),
+        "mobility.pause_s": "0",
+    }
+    tag = f"v{speed:g}-s{seed}-{variant}"
+    out = work / f"{tag}-recv.json"
+    out.unlink(missing_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    preds: Predictions | None = None
+    graph: list[dict[str, Any]] = []
+    nodes.down(lab)
+    try:
+        with _daemon_extra(work, atra):
+            nodes.up(SHIPPED_SCENARIOS / "rwp-30.yaml", name=lab, overrides=overrides, timeout=180)
+        preds = Predictions(lab)
+        procs.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", str(TCP_PORT),
+                         "--out", str(out)))  # fmt: skip
+        time.sleep(1.0)
+        procs.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
+                         "--port", str(TCP_PORT), "--out", str(work / f"{tag}-send.json")))  # fmt: skip
+        time.sleep(args.warmup)
+        c0 = atra_counters(lab)
+        t0, w0 = time.monotonic(), time.time()
+        time.sleep(args.duration)
+        t1, w1 = time.monotonic(), time.time()
+        c1 = atra_counters(lab)
+        time.sleep(2 * args.lookahead)  # let the last predictions' links resolve
+        with contextlib.suppress(OSError, ValueError):
+            graph = read_log(paths.ground_truth_log(lab))
+    finally:
+        if preds is not None:
+            preds.close()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        nodes.down(lab)
+    res = json.loads(out.read_text()) if out.exists() else {"samples": []}
+    samples = [(float(t), int(b)) for t, b in res.get("samples", [])]
+    before = max((b for t, b in samples if t <= t0), default=0)
+    upto = max((b for t, b in samples if t <= t1), default=0)
+    kbps = (upto - before) * 8 / 1000 / (t1 - t0)
+    window_preds = [p for p in (preds.seen if preds else []) if w0 <= p[0] <= w1]
+    return {
+        "variant": variant,
+        "speed": speed,
+        "seed": seed,
+        "flow": {"src": f"n{src}", "dst": f"n{dst}"},
+        "window_s": round(t1 - t0, 2),
+        "tcp_kbps": round(kbps, 1),
+        "engine": {k: c1.get(k, 0) - c0.get(k, 0) for k in COUNTERS},
+        "ground_truth": score(window_preds, graph, 2 * args.lookahead),
+    }
+
+
+def _mean(xs: list[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return sum(got) / len(got) if got else None
+
+
+def plot(summary: list[dict], speeds: list[float], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for v in dict.fromkeys(r["variant"] for r in summary):
+        ys = [next((r["mean_tcp_kbps"] for r in summary if r["variant"] == v
+                    and r["speed"] == s), None) for s in speeds]  # fmt: skip
+        if any(y is not None for y in ys):
+            ax.plot(speeds, [y if y is not None else float("nan") for y in ys], "o-", label=v)
+    ax.set_xlabel("mean speed (m/s)")
+    ax.set_ylabel("TCP goodput (kbit/s)")
+    ax.set_title("rwp-30, 1 TCP flow: DSR, ELFN, Atra")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    speeds = [float(s) for s in str(args.speeds).split(",") if s.strip()]
+    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    for v in variants:
+        if v not in VARIANTS:
+            raise UserError(f"--variants: {v!r} is not one of {', '.join(VARIANTS)}")
+    work = Path(args.out) / "atra-runs"
+    work.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for speed in speeds:
+        for seed in seeds:
+            for v in variants:
+                with _locked(args.lock):
+                    r = run_one(v, speed, seed, args, work)
+                runs.append(r)
+                print(json.dumps(r), flush=True)
+    table = Table(title="TCP over DSR with Atra / ELFN, rwp-30 (1500x300 m), 1 flow")
+    for col in ("speed", "variant", "seeds", "TCP kbit/s", "x DSR", "predictions",
+                "precision (truth)", "engine hits/false", "missed", "PRE errors"):  # fmt: skip
+        table.add_column(col)
+    summary = []
+    for speed in speeds:
+        base = _mean([r["tcp_kbps"] for r in runs if r["speed"] == speed
+                      and r["variant"] == "dsr"])  # fmt: skip
+        for v in variants:
+            rs = [r for r in runs if r["speed"] == speed and r["variant"] == v]
+            kb = _mean([r["tcp_kbps"] for r in rs])
+            gt_p = sum(r["ground_truth"]["predictions"] for r in rs)
+            gt_h = sum(r["ground_truth"]["hits"] for r in rs)
+            eng = {k: sum(r["engine"][k] for r in rs) for k in COUNTERS}
+            row = {
+                "speed": speed,
+                "variant": v,
+                "seeds": [r["seed"] for r in rs],
+                "mean_tcp_kbps": kb,
+                "vs_dsr": kb / base if kb is not None and base else None,
+                "predictions": gt_p,
+                "ground_truth_hits": gt_h,
+                "precision": gt_h / gt_p if gt_p else None,
+                "engine": eng,
+            }
+            summary.append(row)
+
+            def f(x: float | None, fmt: str) -> str:
+                return "-" if x is None else format(x, fmt)
+
+            table.add_row(
+                f"{speed:g}", v, ",".join(map(str, row["seeds"])), f(kb, ".1f"),
+                f(row["vs_dsr"], ".2f"), str(gt_p), f(row["precision"], ".2f"),
+                f"{eng['hits']}/{eng['false_alarms']}", str(eng["breaks_not_predicted"]),
+                str(eng["proactive_errors_sent"]),
+            )  # fmt: skip
+    report.show(
+        table,
+        f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
+        "x DSR = goodput / default DSR's in the same run; precision (truth): predictions "
+        "whose link left the medium's graph within 2x the look-ahead",
+    )
+    fig = plot(summary, speeds, Path(args.out) / "atra.png")
+    if fig is not None:
+        report.console.print(f"written {fig}")
+    report.write(
+        args.out,
+        "atra",
+        {"settings": {k: v for k, v in vars(args).items() if k != "func"},
+         "summary": summary, "runs": runs},
+    )  # fmt: skip
+    return 0
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--variants", default=DEFAULT_VARIANTS, help=f"comma-separated: {','.join(VARIANTS)}"
+    )
+    parser.add_argument("--speeds", default="1,10,20", help="mean speeds, m/s (1,10,20)")
+    parser.add_argument("--seeds", default="1", help="comma-separated seeds (1)")
+    parser.add_argument("--duration", type=float, default=50.0, help="measured seconds (50)")
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
+    parser.add_argument(
+        "--lookahead", type=float, default=2.0, help="Atra look-ahead, for scoring (2)"
+    )
+    parser.add_argument("--lock", default=None, help="flock this file around each run")
+    parser.set_defaults(func=run)
