@@ -161,3 +161,18 @@ def _has_error(packet: bytes) -> bool:
 def _predicted(packet: bytes):
     o = first(packet, dsr.UnknownOption)
     return mx.from_dsr(o.type, o.data) if o is not None else None
+
+
+def test_tshark_decodes_the_predicted_route_error_as_a_route_error() -> None:
+    from tests.helpers import tshark
+
+    sim, _ = _walkaway({"rfp": True})
+    frames = [f for f in sim.frames_from(A(2)) if f.next_hop and _predicted(f.packet)]
+    assert frames
+    layers = tshark.decode([frames[0].ether()])[0]
+    assert layers["ip"]["ip.proto"] == "48"
+    opts = layers["dsr"]["Options"]
+    shown = str(list(opts))
+    assert "Route error" in shown and "Source route" in shown, opts
+    err = next(v for k, v in opts.items() if "Route error" in k)
+    assert err["dsr.option.err.unreachablenode"] in ("10.42.0.1", "10.42.0.4")
