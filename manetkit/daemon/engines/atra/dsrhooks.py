@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from manetkit import events as ev
 from manetkit.daemon.engines.atra.state import AtraState, predicted_event
-from manetkit.daemon.engines.base import Notify
+from manetkit.daemon.engines.base import Deliver, Notify
 from manetkit.daemon.wire import dsr, ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
@@ -149,9 +149,9 @@ class DsrAtraHooks(_Base):
     def _atra_pin(self, now: float, packet: bytes, o: int) -> None:
         """SRP at the destination: pin the reverse of the data packet's source route."""
         last = self._actions[-1] if self._actions else None
-        inner = getattr(last, "packet", None)
-        if inner is None:
-            return
+        if not isinstance(last, Deliver):
+            return  # nothing was handed up (an empty packet)
+        inner = last.packet
         n = (packet[o + 1] - 2) >> 2
         salvage = ((packet[o + 2] & 0x03) << 2) | (packet[o + 3] >> 6)
         if salvage:
