@@ -210,6 +210,7 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 _ns(lab, src, "ss", "-tin", "dst", addr(dst), "dport", "=", f":{TCP_PORT + k}"),
                 capture_output=True, text=True, check=False,
             ).stdout  # fmt: skip
+            (work / f"{tag}-ss{k}.txt").write_text(ss)  # what the ratio was read from
             got = ss_retrans(ss)
             if got is not None:
                 retrans[0] += got[0]
