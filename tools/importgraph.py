@@ -44,8 +44,10 @@ RULES: list[tuple[str, str, str]] = [
 ]
 # Known, documented exceptions: (importer module, imported module).
 ALLOWED = {
-    # lab up validates the daemon config it generates before starting anything.
+    # lab up (and lab compose) validate the daemon config they generate before starting
+    # anything.
     ("manetkit.lab.stacks", "manetkit.daemon.config"),
+    ("manetkit.lab.compose", "manetkit.daemon.config"),
     # The medium process's entry point reads the scenario file it is started with.
     ("manetkit.lab.medium.server", "manetkit.lab.scenario"),
 }
