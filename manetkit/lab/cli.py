@@ -391,6 +391,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     _register_medium(sub)
 
+    from manetkit.lab import compose
+
+    compose.add_arguments(
+        sub.add_parser("compose", help="write a docker-compose file for a scenario (docs/docker.md)")
+    )
+
     from manetkit.lab import demo
 
     demo.register(
