@@ -21,6 +21,7 @@ from scapy.config import conf
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from manetkit.daemon.linksense.hello import is_hello
 from manetkit.daemon.wire import aodv, dsr
 
 ETHERTYPE = 0x88B5
@@ -47,7 +48,7 @@ def rreq(orig: IPv4Address, ident: int) -> bytes:
 
 
 def capture(iface: str, from_mac: str, timeout: float) -> str:
-    """The IPv4 packet of the first AODV control frame ``from_mac`` sends (hex)."""
+    """The IPv4 packet of the first AODV or hello frame ``from_mac`` sends (hex)."""
     import socket
 
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE))
@@ -57,7 +58,7 @@ def capture(iface: str, from_mac: str, timeout: float) -> str:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         frame = s.recv(2048)
-        if frame[6:12] == want and aodv.is_control(frame[14:]):
+        if frame[6:12] == want and (aodv.is_control(frame[14:]) or is_hello(frame[14:])):
             return frame[14:].hex()
     raise SystemExit("no AODV frame captured")
 

@@ -111,7 +111,8 @@ def test_replay_window_is_per_neighbour_and_per_index():
     fa, fb = a.sign(0, rrep()), b.sign(0, rrep())  # both PC 1, different index
     assert not isinstance(rx.verify(0, fa, MAC1), auth.Rejected)
     assert not isinstance(rx.verify(0, fb, MAC1), auth.Rejected)  # new index (a restart)
-    assert not isinstance(rx.verify(0, fa, MAC9), auth.Rejected)  # another neighbour
+    # Replayed from another MAC address: the window is the sender's index, not the MAC.
+    assert rx.verify(0, fa, MAC9) == auth.Rejected("replay")
     assert rx.verify(0, fa, MAC1) == auth.Rejected("replay")
 
 
@@ -137,7 +138,7 @@ def test_unknown_key_id_is_rejected_even_when_not_required():
 
 def test_key_roll_over_with_two_keys():
     old_only, both_old_first, both_new_first, new_only = (
-        node(K1), node(K1, K2), node(K2, K1), node(K2)
+        node(K1, seed=1), node(K1, K2, seed=2), node(K2, K1, seed=3), node(K2, seed=4)
     )  # fmt: skip
     # Step 1: every node verifies both, still signs with the old key.
     assert not isinstance(both_old_first.verify(0, old_only.sign(0, rrep()), MAC1), auth.Rejected)
@@ -179,11 +180,10 @@ def test_counter_wrap_draws_a_new_index():
 
 
 def test_neighbour_table_is_bounded():
-    tx = node()
-    rx = auth.Authenticator([K1], max_neighbours=3)
-    for i in range(5):
-        rx.verify(0, tx.sign(0, rrep()), bytes([2, 0, 0, 0, 0, i]))
-    assert len(rx._peers) == 3 and rx.counters["neighbour-evicted"] == 2
+    rx = auth.Authenticator([K1], max_neighbours=1)  # 1 * MAX_INDICES windows
+    for i in range(auth.MAX_INDICES + 2):
+        rx.verify(0, node(seed=i).sign(0, rrep()), bytes([2, 0, 0, 0, 0, i]))
+    assert len(rx._windows) == auth.MAX_INDICES and rx.counters["neighbour-evicted"] == 2
 
 
 def test_malformed_trailer_is_rejected_not_raised():
