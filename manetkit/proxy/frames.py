@@ -184,6 +184,9 @@ def _parse_body(ftype: int, body: bytes) -> Frame:
     return Unknown(ftype)
 
 
+_MAX_OFFSET = (1 << 64) - 1  # offsets are u64 on the wire
+
+
 class FrameReader:
     """Reassembles frames from a byte stream that may be cut at any byte."""
 
@@ -220,6 +223,8 @@ class FrameReader:
             have = len(buf) - _DATA_HEAD
             if 8 <= length <= MAX_BODY and have < length - 8:
                 offset = _U64.unpack_from(buf, HEADER.size)[0]
+                if offset + length - 8 > _MAX_OFFSET:
+                    raise MalformedFrame(f"DATA frame at offset {offset} runs past 2**64")
                 payload = bytes(buf[_DATA_HEAD:])
                 # what is left becomes a DATA frame of its own, right after this piece
                 buf[:] = HEADER.pack(FrameType.DATA, length - have) + _U64.pack(offset + have)

@@ -20,13 +20,7 @@ import pytest
 
 from tests.daemon.vethnet import VethMesh, wait_for
 
-pytestmark = [
-    pytest.mark.netns,
-    # Written but never run: the heavy lock stayed busy until the deadline (docs/security.md).
-    pytest.mark.skipif(
-        not os.environ.get("MK_SECURITY_LAB"), reason="unverified: not yet run under the heavy lock"
-    ),
-]
+pytestmark = pytest.mark.netns
 
 N1, N2, ROGUE = "10.42.0.1", "10.42.0.2", "10.42.0.3"
 KEY = bytes(range(32)).hex()
