@@ -24,8 +24,7 @@ from scapy.utils import rdpcap
 from manetkit import paths
 from manetkit.lab.medium.control import control
 from manetkit.lab.medium.groundtruth import read_log
-from tests.helpers.lab import SCENARIOS, nsexec, nspopen, status, wait_for, wait_ping
-from tests.lab.test_stack_smr import EventLog
+from tests.helpers.lab import SCENARIOS, EventLog, nsexec, nspopen, status, wait_for, wait_ping
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -1,8 +1,7 @@
 """SMR: split multipath / backup-path routing on top of DSR, sans-I/O.
 
 Lee & Gerla's Split Multipath Routing (ICC'01) as Lim, Xu & Gerla use it ("TCP
-Performance over Multipath Routing in Mobile Ad Hoc Networks", ICC'03; the paper in
-/work/shared/papers/lim-xu-gerla-multipath.txt). The engine *is* a
+Performance over Multipath Routing in Mobile Ad Hoc Networks", ICC'03). The engine *is* a
 :class:`~manetkit.daemon.engines.dsr.DsrEngine`: same wire format (RFC 4728 options),
 same route cache, send buffer, salvaging, Route Errors and TCP-BuS; it overrides only
 DSR's named extension points where SMR's rules differ:
