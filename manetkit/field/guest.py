@@ -182,9 +182,10 @@ class Guest:
 
     def peers(self, node: int) -> set[str]:
         from manetkit.daemon.linksense.iw import parse_station_dump
+        from manetkit.macaddr import format_mac
 
         text = self.sh("iw", "dev", self.wlan[node], "station", "dump", node=node).stdout
-        return {":".join(f"{b:02x}" for b in s.info.mac) for s in parse_station_dump(text)}
+        return {format_mac(s.info.mac) for s in parse_station_dump(text)}
 
     def chain_formed(self) -> dict:
         want = {1: {self.mac[2]}, 2: {self.mac[1], self.mac[3]}, 3: {self.mac[2]}}
@@ -512,9 +513,10 @@ class Guest:
 def watch_main(interface: str) -> None:
     """Run ``Nl80211Backend`` on ``interface``; print each event as a JSON line."""
     from manetkit.daemon.linksense.nl80211 import Nl80211Backend
+    from manetkit.macaddr import format_mac
 
     def sink(now: float, ev) -> None:
-        row = {"event": type(ev).__name__, "mac": ":".join(f"{b:02x}" for b in ev.mac)}
+        row = {"event": type(ev).__name__, "mac": format_mac(ev.mac)}
         row |= {"signal_dbm": getattr(ev, "signal_dbm", None), "t": round(now, 3)}
         print(json.dumps(row), flush=True)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from manetkit.daemon.linksense.iw import IwParseError, parse_station_dump
 from manetkit.field.collect import MARK
+from manetkit.macaddr import format_mac
 
 
 def split_samples(text: str) -> list[tuple[float, str]]:
@@ -47,7 +48,7 @@ def load_run(folder: Path) -> dict[str, Any]:
             bad += 1  # iw failed in that sample (interface down): counted, not fatal
             continue
         for row in rows:
-            mac = ":".join(f"{b:02x}" for b in row.info.mac)
+            mac = format_mac(row.info.mac)
             links.setdefault(mac, []).append((t, row.info))
     status: list[tuple[float, dict]] = []
     if (folder / "status.jsonl").exists():
