@@ -2,23 +2,36 @@
 
 Unknown keys are refused (``extra="forbid"``) so a typo never silently falls back to a
 default; every refusal names the field path and the reason (:class:`UserError`).
-The protocol sections (``aodv:``, ``dsr:``) are validated against the engines' own
-config classes, so the engine modules stay the single source of their parameters.
+The protocol sections (``aodv:``, ``dsr:``, ``smr:``) and ``atra:`` are typed by the
+engines' own config models (:class:`AodvConfig`, :class:`DsrConfig`, :class:`SmrConfig`,
+:class:`AtraConfig`), so a bad field is refused at load time and the engine modules stay
+the single source of their parameters and defaults. The daemon-wide ``send_buffer:`` and
+``atra:`` reach the running protocol's section in :meth:`DaemonConfig.engine_config`
+where that section does not set them itself.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from manetkit.configfile import error_lines, read_yaml_mapping, validate
+from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.daemon.auth import AuthConfig
-from manetkit.errors import UserError
+from manetkit.daemon.engines.aodv import AodvConfig
+from manetkit.daemon.engines.atra.config import AtraConfig
+from manetkit.daemon.engines.dsr import DsrConfig
+from manetkit.daemon.engines.smr import SmrConfig
+from manetkit.daemon.sendbuffer import SendBufferSettings
 from manetkit.jsonlines import group_id
 from manetkit.macaddr import parse_mac
 from manetkit.paths import check_lab_name
@@ -31,13 +44,27 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_ENGINE_BUFFER = SendBufferSettings.model_fields
+
+
 class SendBufferConfig(_Strict):
-    """RFC 4728 4.2 send buffer; 30 s as in Holland & Vaidya's simulations."""
+    """RFC 4728 4.2 send buffer, daemon-wide; defaults and bounds are the engines'
+    (:class:`~manetkit.daemon.sendbuffer.SendBufferSettings`). A field set here reaches
+    the protocol section's ``send_buffer_packets``/``send_buffer_timeout_s`` unless that
+    section sets its own."""
 
     packets: int = Field(
-        64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
+        _ENGINE_BUFFER["send_buffer_packets"].default,
+        ge=1,
+        le=100_000,
+        description="packets waiting for routes, all destinations",
     )
-    timeout_s: float = Field(30.0, gt=0, le=3600, description="how long a packet may wait")
+    timeout_s: float = Field(
+        _ENGINE_BUFFER["send_buffer_timeout_s"].default,
+        gt=0,
+        le=3600,
+        description="how long a packet may wait",
+    )
 
 
 class HysteresisConfig(_Strict):
@@ -87,34 +114,9 @@ class LinkSensingConfig(_Strict):
     hysteresis: HysteresisConfig = HysteresisConfig()
 
 
-def _engine_config_class(protocol: str) -> Any | None:
-    """The engine's own config class (``AodvConfig``/``DsrConfig``); None for ``static``."""
-    if protocol == "static":
-        return None
-    mod = importlib.import_module(f"manetkit.daemon.engines.{protocol}")
-    return getattr(mod, f"{protocol.capitalize()}Config")
-
-
-def engine_config(protocol: str, values: dict[str, Any]) -> Any:
-    """Build the engine's config object from the YAML section (validated)."""
-    cls = _engine_config_class(protocol)
-    if cls is None:
-        if values:
-            raise UserError(f"{protocol}: the {protocol} engine has no configuration section")
-        return None
-    if isinstance(cls, type) and issubclass(cls, BaseModel):
-        return cls.model_validate(values)
-    if dataclasses.is_dataclass(cls):
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
-        from pydantic import TypeAdapter
-
-        return TypeAdapter(cls).validate_python(values)
-    return cls(**values)
+EngineConfig = AodvConfig | DsrConfig | SmrConfig
+# The send_buffer: fields and the protocol sections' names for them.
+_BUFFER_FIELDS = (("packets", "send_buffer_packets"), ("timeout_s", "send_buffer_timeout_s"))
 
 
 class DaemonConfig(_Strict):
@@ -137,13 +139,18 @@ class DaemonConfig(_Strict):
     auth: AuthConfig | None = Field(
         None, description="control-plane MACs (docs/security.md); off when absent"
     )
-    aodv: dict[str, Any] = Field(default_factory=dict)
-    dsr: dict[str, Any] = Field(default_factory=dict)
-    smr: dict[str, Any] = Field(
-        default_factory=dict, description="SMR engine: DSR's settings plus mode, paths, ..."
+    aodv: AodvConfig = Field(
+        default_factory=AodvConfig, description="AODV engine (docs/aodv.md), RFC 3561 names"
     )
-    atra: dict[str, Any] = Field(
-        default_factory=dict,
+    dsr: DsrConfig = Field(
+        default_factory=DsrConfig, description="DSR engine (docs/dsr.md), RFC 4728 names"
+    )
+    smr: SmrConfig = Field(
+        default_factory=SmrConfig,
+        description="SMR engine (docs/smr.md): DSR's settings plus mode, paths, ...",
+    )
+    atra: AtraConfig = Field(
+        default_factory=AtraConfig,
         description="Atra route failure prediction / proactive errors / route pinning "
         "(docs/atra.md): rfp, pre, srp, ...; reaches the dsr/smr/aodv engine",
     )
@@ -175,6 +182,13 @@ class DaemonConfig(_Strict):
                 raise ValueError(f"{addr}: {exc}") from None
         return v
 
+    @field_validator("atra")
+    @classmethod
+    def _atra_engine(cls, v: AtraConfig, info: ValidationInfo) -> AtraConfig:
+        if v.model_fields_set and info.data.get("protocol") == "static":
+            raise ValueError("the static engine has no Atra support")
+        return v
+
     @field_validator("control_group")
     @classmethod
     def _group(cls, v: str | None) -> str | None:
@@ -201,90 +215,54 @@ class DaemonConfig(_Strict):
             return RADIO_MTU  # AODV and static routing add nothing to the IP packet
         from manetkit.daemon.wire import dsr as wire_dsr
 
-        cfg = engine_config(self.protocol, getattr(self, self.protocol))
-        max_len = getattr(cfg, "max_route_length", 16)
-        return RADIO_MTU - wire_dsr.max_overhead(max_len)
+        section: DsrConfig = getattr(self, self.protocol)
+        return RADIO_MTU - wire_dsr.max_overhead(section.max_route_length)
 
-    def engine_config(self) -> Any:
-        values = dict(getattr(self, self.protocol, {}) or {})
-        # send_buffer: is the daemon-wide setting; it reaches engines whose config has
-        # the RFC 4728 names, unless the protocol section sets them itself.
-        cls = _engine_config_class(self.protocol)
-        known = _field_names(cls)
-        for name, value in (
-            ("send_buffer_packets", self.send_buffer.packets),
-            ("send_buffer_timeout", self.send_buffer.timeout_s),
-            ("send_buffer_timeout_s", self.send_buffer.timeout_s),
-        ):
-            if name in known:
-                values.setdefault(name, value)
-        if self.atra:
-            if "atra" not in known:
-                raise UserError(f"the {self.protocol} engine has no Atra support")
-            values.setdefault("atra", self.atra)
-        return engine_config(self.protocol, values)
+    def engine_config(self) -> EngineConfig | None:
+        """The running protocol's section with the daemon-wide settings merged in.
+
+        ``send_buffer:`` and ``atra:`` fill the section's ``send_buffer_*`` and ``atra``
+        fields that the section does not set itself (its own setting wins); every
+        default comes from the engine's config model. None for ``static``.
+        """
+        if self.protocol == "static":
+            return None
+        section: EngineConfig = getattr(self, self.protocol)
+        own = section.model_fields_set
+        update: dict[str, Any] = {
+            name: getattr(self.send_buffer, daemon_name)
+            for daemon_name, name in _BUFFER_FIELDS
+            if daemon_name in self.send_buffer.model_fields_set and name not in own
+        }
+        if self.atra.model_fields_set and "atra" not in own:
+            update["atra"] = self.atra
+        if not update:
+            return section
+        return type(section).model_validate({**dict(section), **update})
 
     def effective(self) -> dict[str, Any]:
-        """The effective config as plain YAML-able data (``--check`` prints it)."""
+        """The effective config as plain YAML-able data (``--check`` prints it): the
+        running protocol's section in full (after :meth:`engine_config`), the others as
+        written."""
         data = self.model_dump(mode="json")
         data["ethertype"] = f"0x{self.ethertype:04X}"
+        engine = self.engine_config()
         for proto in ("aodv", "dsr", "smr"):
-            if proto == self.protocol:
-                cfg = self.engine_config()
-                if isinstance(cfg, BaseModel):
-                    data[proto] = cfg.model_dump(mode="json")
-                elif dataclasses.is_dataclass(cfg):
-                    data[proto] = _jsonable(dataclasses.asdict(cfg))
+            section: EngineConfig = getattr(self, proto)
+            if proto == self.protocol and engine is not None:
+                data[proto] = engine.model_dump(mode="json")
+            else:
+                data[proto] = section.model_dump(mode="json", exclude_unset=True)
         return data
-
-
-def _field_names(cls: Any) -> set[str]:
-    if cls is None:
-        return set()
-    if isinstance(cls, type) and issubclass(cls, BaseModel):
-        return set(cls.model_fields)
-    if dataclasses.is_dataclass(cls):
-        return {f.name for f in dataclasses.fields(cls)}
-    return set()
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, str | int | float | bool) or v is None:
-        return v
-    return str(v)
 
 
 def parse_config(data: Any, source: str = "config") -> DaemonConfig:
     """Validate a parsed YAML document; raises :class:`UserError` naming field and reason.
 
-    The ``aodv:``/``dsr:`` sections are checked against the engine's own config class
-    here, so a bad value is refused at ``--check`` time rather than at start-up.
+    Every section, ``aodv:``/``dsr:``/``smr:``/``atra:`` included, is typed, so a bad
+    value is refused here (``--check`` time) rather than at start-up.
     """
-    cfg = validate(DaemonConfig, data, source)
-    lines: list[str] = []
-    for proto in ("aodv", "dsr", "smr"):
-        values = getattr(cfg, proto)
-        if values or proto == cfg.protocol:
-            try:
-                engine_config(proto, values)
-            except ValidationError as exc:
-                lines += error_lines(exc, prefix=proto)
-            except (TypeError, ValueError) as exc:
-                lines.append(f"  {proto}: {exc}")
-    if cfg.atra and not lines:
-        try:
-            cfg.engine_config()  # the top-level atra: section, inside the engine's config
-        except ValidationError as exc:
-            lines += error_lines(exc)  # paths start at atra.
-        except (TypeError, ValueError, UserError) as exc:
-            lines.append(f"  atra: {exc}")
-    if lines:
-        raise UserError(f"{source}: invalid configuration\n" + "\n".join(lines))
-    return cfg
+    return validate(DaemonConfig, data, source)
 
 
 def load_config(path: str | Path) -> DaemonConfig:

@@ -31,7 +31,11 @@ def test_defaults():
         ({}, "address", "Field required"),
         ({"address": "10.42.0.300"}, "address", "valid IPv4"),
         ({"address": "10.43.0.1"}, "(top level)", "not inside prefix"),
-        ({"address": "10.42.0.1", "protocol": "olsr"}, "protocol", "'aodv', 'dsr', 'smr' or 'static'"),
+        (
+            {"address": "10.42.0.1", "protocol": "olsr"},
+            "protocol",
+            "'aodv', 'dsr', 'smr' or 'static'",
+        ),
         ({"address": "10.42.0.1", "ethertype": "0x0800x"}, "ethertype", "not a number"),
         ({"address": "10.42.0.1", "ethertype": 5}, "ethertype", "greater than or equal"),
         (
@@ -122,3 +126,103 @@ def test_protocol_sections_errors_name_the_nested_field():
     text = str(err.value)
     assert "dsr.send_buffer_packets: Input should be greater than or equal to 1" in text
     assert "dsr.bogus: Extra inputs are not permitted" in text
+
+
+# --- typed protocol sections (issue 13): refused at load, with field and reason ---------
+
+_SECTION_REFUSALS = [
+    ("aodv", {"hello_interval": 1}, "aodv.hello_interval", "Extra inputs are not permitted"),
+    ("aodv", {"active_route_timeout_ms": 0}, "aodv.active_route_timeout_ms", "greater than 0"),
+    ("aodv", {"bus_max_rexmt": "many"}, "aodv.bus_max_rexmt", "valid integer"),
+    ("dsr", {"cache_reply": True}, "dsr.cache_reply", "Extra inputs are not permitted"),
+    ("dsr", {"max_salvage_count": 16}, "dsr.max_salvage_count", "less than or equal to 15"),
+    ("smr", {"modes": "backup1"}, "smr.modes", "Extra inputs are not permitted"),
+    ("smr", {"mode": "backup3"}, "smr.mode", "'concurrent', 'backup1' or 'backup2'"),
+    ("smr", {"paths": 0}, "smr.paths", "greater than or equal to 1"),
+    ("smr", {"rediscover": "never"}, "smr.rediscover", "'all-broken' or 'any-broken'"),
+    ("atra", {"rfq": True}, "atra.rfq", "Extra inputs are not permitted"),
+    ("atra", {"history": 1}, "atra.history", "greater than or equal to 2"),
+    ("atra", {"pre": "sometimes"}, "atra.pre", "valid boolean"),
+]
+
+
+@pytest.mark.parametrize(("section", "values", "field", "reason"), _SECTION_REFUSALS)
+@pytest.mark.parametrize("protocol", ["aodv", "dsr", "smr"])
+def test_protocol_sections_refused_at_load(section, values, field, reason, protocol):
+    """Every section is checked whichever protocol runs: a typo in an unused section is
+    still a typo (and the next protocol switch would trip over it)."""
+    data = {"address": "10.42.0.1", "protocol": protocol, section: values}
+    with pytest.raises(UserError) as exc:
+        parse_config(data, "node.yaml")
+    msg = str(exc.value)
+    assert msg.startswith("node.yaml: invalid configuration"), msg
+    assert f"  {field}: " in msg and reason in msg, msg
+
+
+def test_atra_on_static_is_refused_by_name():
+    with pytest.raises(UserError, match=r"  atra: the static engine has no Atra support"):
+        parse_config({"address": "10.42.0.1", "protocol": "static", "atra": {"rfp": True}})
+    # an empty section asks for nothing
+    assert parse_config({"address": "10.42.0.1", "protocol": "static", "atra": {}})
+
+
+def test_sections_are_the_engines_models():
+    from manetkit.daemon.engines.aodv import AodvConfig
+    from manetkit.daemon.engines.dsr import DsrConfig
+    from manetkit.daemon.engines.smr import Mode, SmrConfig
+
+    cfg = parse_config(
+        {"address": "10.42.0.1", "protocol": "smr", "smr": {"mode": "backup2", "paths": 3}}
+    )
+    assert isinstance(cfg.aodv, AodvConfig) and isinstance(cfg.dsr, DsrConfig)
+    eng = cfg.engine_config()
+    assert isinstance(eng, SmrConfig)
+    assert (eng.mode, eng.paths) == (Mode.BACKUP2, 3)
+    # defaults come from the engine's model, not a second copy in the daemon config
+    assert eng.reply_wait_ms == SmrConfig().reply_wait_ms
+
+
+def test_send_buffer_reaches_the_section_unless_it_sets_its_own():
+    from manetkit.daemon.sendbuffer import SendBufferSettings
+
+    base = {"address": "10.42.0.1", "protocol": "dsr"}
+    default = SendBufferSettings()
+    eng = parse_config(base).engine_config()
+    assert (eng.send_buffer_packets, eng.send_buffer_timeout_s) == (
+        default.send_buffer_packets,
+        default.send_buffer_timeout_s,
+    )
+    # the daemon-wide section shows the engines' defaults (one source)
+    assert parse_config(base).send_buffer.packets == default.send_buffer_packets
+    eng = parse_config({**base, "send_buffer": {"packets": 7}}).engine_config()
+    assert (eng.send_buffer_packets, eng.send_buffer_timeout_s) == (
+        7,
+        default.send_buffer_timeout_s,
+    )
+    eng = parse_config(
+        {**base, "send_buffer": {"packets": 7, "timeout_s": 5}, "dsr": {"send_buffer_packets": 9}}
+    ).engine_config()
+    assert (eng.send_buffer_packets, eng.send_buffer_timeout_s) == (9, 5.0)
+
+
+def test_protocol_atra_section_wins_over_the_top_level_one():
+    cfg = parse_config(
+        {
+            "address": "10.42.0.1",
+            "protocol": "aodv",
+            "atra": {"rfp": True},
+            "aodv": {"atra": {"pre": True}},
+        }
+    )
+    atra = cfg.engine_config().atra
+    assert atra.pre and not atra.rfp
+
+
+def test_check_prints_the_running_section_in_full_and_others_as_written():
+    eff = parse_config(
+        {"address": "10.42.0.1", "protocol": "smr", "dsr": {"salvage": False}}
+    ).effective()
+    assert eff["dsr"] == {"salvage": False}
+    assert eff["aodv"] == {}
+    assert eff["smr"]["mode"] == "backup1" and "route_cache_timeout_s" in eff["smr"]
+    yaml.safe_dump(eff)  # plain data
