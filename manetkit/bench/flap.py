@@ -45,10 +45,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from manetkit import paths
+from manetkit.bench import report
+from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.lab import nodes, stacks
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
@@ -59,7 +60,6 @@ BLOCK = 65536
 PORT = 5299
 SRC, DST = "n1", "n4"
 DST_ADDR = "10.42.0.4"
-console = Console()
 
 
 # --- the deterministic stream ---------------------------------------------------------------
@@ -450,7 +450,6 @@ def run(args: argparse.Namespace) -> int:
         "breaks_per_length": args.count if args.breaks else None,
         "results": results,
     }
-    (out / "flap.json").write_text(json.dumps(doc, indent=2) + "\n")
     title = (f"bench flap: 3 hops, {args.rate:g} Mbit/s, " + (
         f"breaks of {args.breaks} s ({args.count} each, {args.period - args.down:g} s up)"
         if args.breaks else
@@ -472,8 +471,8 @@ def run(args: argparse.Namespace) -> int:
             f"mean {mean} ({each})",
             _mean_each(r["recovery_after_route_s"]),
         )
-    console.print(t)
-    console.print(f"wrote {out / 'flap.json'}")
+    report.show(t)
+    report.write(out, "flap", doc)
     return 0 if all(r["intact"] for r in results) else 1
 
 

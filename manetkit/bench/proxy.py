@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 import yaml
-from rich.console import Console
 from rich.table import Table
 
 from manetkit import paths
-from manetkit.bench import flap
+from manetkit.bench import flap, report
+from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes
@@ -40,7 +40,6 @@ from manetkit.lab import nodes
 GOAL_LAB_PCT = 5.0
 GOAL_FAST_MBPS = 500.0
 OWN_MARK = 0x4D4B  # ProxyConfig.own_mark's default: the redirect rules skip it
-console = Console()
 
 
 # --- (a) the lab chain ---------------------------------------------------------------------------
@@ -219,7 +218,6 @@ def run(args: argparse.Namespace) -> int:
             )
             doc["lab"] = bench_lab(args, work)
             ok &= doc["lab"]["intact"]
-    (out / "proxy.json").write_text(json.dumps(doc, indent=2) + "\n")
     t = Table("part", "plain / direct", "through the proxy pair", "difference", "goal", "verdict",
               title="bench proxy: overhead with no breaks")  # fmt: skip
     if "lab" in doc:
@@ -245,8 +243,8 @@ def run(args: argparse.Namespace) -> int:
             f">= {GOAL_FAST_MBPS:g} Mbit/s",
             "meets" if met else "[red]misses[/]",
         )
-    console.print(t)
-    console.print(f"wrote {out / 'proxy.json'}")
+    report.show(t)
+    report.write(out, "proxy", doc)
     return 0 if ok else 1
 
 

@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
+
+from manetkit.console import console
 
 
 def vm_test(args: argparse.Namespace) -> int:
@@ -33,7 +34,6 @@ def vm_test(args: argparse.Namespace) -> int:
         table.add_row(
             step["name"], "ok" if step["ok"] else "FAILED", f"{step['seconds']:.1f}", detail[:160]
         )
-    console = Console()
     console.print(table)
     if not result.report:
         console.print("the guest wrote no result; its console said:")

@@ -145,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.json").write_text(json.dumps(summary, indent=1))
     plot(runs, args.out / "signal.png")
-    from rich.console import Console
     from rich.table import Table
+
+    from manetkit.console import console
 
     table = Table(title="field run: links seen by each node")
     for col in ("node", "neighbour", "present", "signal min/mean/max", "tx retries", "tx failed"):
@@ -156,6 +157,6 @@ def main(argv: list[str] | None = None) -> int:
             sig = f"{link['signal_min']}/{link['signal_mean']}/{link['signal_max']}"
             table.add_row(s["node"], mac, f"{link['present']:.0%}", sig,
                           str(link["tx_retries"]), str(link["tx_failed"]))  # fmt: skip
-    Console().print(table)
+    console.print(table)
     print(f"wrote {args.out / 'report.json'} and {args.out / 'signal.png'}")
     return 0
