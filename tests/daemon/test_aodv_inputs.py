@@ -10,7 +10,8 @@ from manetkit.daemon.engines.base import Dropped
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.wire import aodv, ipv4
 from tests.daemon.aodvsim import addr, chain, control, data, network
-from tests.daemon.test_wire_aodv import check_decoded, decode
+from tests.helpers import tshark
+from tests.helpers.aodvframes import check_decoded
 
 N1, N2, N5 = addr(1), addr(2), addr(5)
 
@@ -86,7 +87,7 @@ def test_tshark_decodes_what_the_engine_sent():
     sent = control(sim)
     kinds = {type(m) for _, m in sent}
     assert {aodv.RREQ, aodv.RREP, aodv.RERR, aodv.RREPAck} <= kinds
-    decoded = decode([f.ether() for f, _ in sent])
+    decoded = tshark.decode([f.ether() for f, _ in sent])
     assert len(decoded) == len(sent)
     for layers, (f, m) in zip(decoded, sent, strict=True):
         check_decoded(layers, m)

@@ -7,7 +7,7 @@ import json
 
 from manetkit.daemon.eventsocket import EventServer
 from tests.daemon.dsrutil import A
-from tests.daemon.test_bus_dsr import break_and_send, setup
+from tests.helpers.busdsr import break_and_send, setup
 
 
 def test_erdn_ersn_and_elfn_reach_subscribers_unchanged(tmp_path):

@@ -11,7 +11,7 @@ from manetkit.daemon.engines.base import LinkUp
 from manetkit.daemon.wire import manet_ext as mx
 from tests.daemon.dsrutil import A, chain_links, dsr_net, paths, uses_link
 from tests.daemon.enginesim import mac_of
-from tests.daemon.test_bus_dsr import data, frames_with, seg, seqs
+from tests.helpers.busdsr import data, frames_with, seg, seqs
 
 
 def setup(bus=True, **cfg):

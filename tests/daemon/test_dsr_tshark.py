@@ -9,67 +9,8 @@ from __future__ import annotations
 
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import A, dsr_net, first, tcp_packet
-from tests.daemon.test_wire_dsr import hop_list
 from tests.helpers import tshark
-
-LABELS = {
-    dsr.RouteRequest: "Route request",
-    dsr.RouteReply: "Route reply",
-    dsr.RouteError: "Route error",
-    dsr.SourceRoute: "Source route",
-}
-
-
-def tshark_view(opt) -> dict:
-    """The tshark fields an option should decode to."""
-    raw = dsr.pack_option(opt)
-    return {"dsr.option.type": str(raw[0]), "dsr.option.len": str(raw[1]), **_fields(opt)}
-
-
-def _fields(opt) -> dict:
-    if isinstance(opt, dsr.RouteRequest):
-        return {
-            "dsr.option.rreq.id": f"0x{opt.ident:04x}",
-            "dsr.option.rreq.targetaddress": str(opt.target),
-            "hops": [str(a) for a in opt.addresses],
-        }
-    if isinstance(opt, dsr.RouteReply):
-        return {
-            "dsr.option.rrep.lasthopex": str(int(opt.last_hop_external)),
-            "dsr.option.rrep.reserved": "0x00",
-            "hops": [str(a) for a in opt.addresses],
-        }
-    if isinstance(opt, dsr.RouteError):
-        return {
-            "dsr.option.err.type": str(opt.error_type),
-            "dsr.option.err.reserved": "0x00",
-            "dsr.option.err.salvage": opt.salvage,
-            "dsr.option.err.src": str(opt.error_src),
-            "dsr.option.err.dest": str(opt.error_dst),
-            "dsr.option.err.unreachablenode": str(opt.unreachable),
-            "hops": [],
-        }
-    return {
-        "dsr.option.srcrt.firsthopext": str(int(opt.first_hop_external)),
-        "dsr.option.srcrt.lasthopext": str(int(opt.last_hop_external)),
-        "dsr.option.srcrt.reserved": "0x00",
-        "dsr.option.srcrt.segsleft": str(opt.segments_left),
-        "dsr.option.srcrt.salvage": opt.salvage,
-        "hops": [str(a) for a in opt.addresses],
-    }
-
-
-def seen(layer: dict) -> dict:
-    out = {}
-    for k, v in layer.items():
-        if k.endswith("salvage"):
-            out[k] = int(v, 0)
-        elif k.startswith("Hop list"):
-            out["hops"] = hop_list(layer)
-        elif k.startswith("dsr.option."):
-            out[k] = v
-    out.setdefault("hops", [])
-    return out
+from tests.helpers.dsrframes import LABELS, seen, tshark_view
 
 
 def test_engine_frames_decode_as_meant():

@@ -5,44 +5,16 @@ Rules from Lim, Xu & Gerla (ICC'03) sections III-A, IV and V-B; see docs/smr.md.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from pydantic import ValidationError
 
 from manetkit import events
-from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
-from manetkit.daemon.engines.smr import SmrConfig, SmrEngine
-from manetkit.daemon.neighbours import NeighbourTable
+from manetkit.daemon.engines.dsr import DsrEngine
+from manetkit.daemon.engines.smr import SmrConfig
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import A, first, udp_packet
 from tests.daemon.enginesim import Sim
-
-
-class _SlowJitter(random.Random):
-    """Always the longest BroadcastJitter: this node's rebroadcasts arrive last."""
-
-    def uniform(self, a: float, b: float) -> float:
-        return b
-
-
-def net(
-    ids: range | list[int],
-    links: list[tuple[int, int]],
-    slow: tuple[int, ...] = (),
-    protocol: str = "smr",
-    **cfg,
-) -> Sim:
-    engines = {}
-    for i in ids:
-        rng = _SlowJitter(i) if i in slow else random.Random(i)
-        if protocol == "smr":
-            c = SmrConfig(broadcast_jitter_ms=50 if i in slow else 0, **cfg)
-            engines[A(i)] = SmrEngine(A(i), c, NeighbourTable(), rng)
-        else:
-            c = DsrConfig(broadcast_jitter_ms=50 if i in slow else 0, **cfg)
-            engines[A(i)] = DsrEngine(A(i), c, NeighbourTable(), rng)
-    return Sim(engines, [(A(a), A(b)) for a, b in links])
+from tests.helpers.smrnet import LADDER, net
 
 
 def requests_from(sim: Sim, node: int, ttl_min: int = 2) -> list:
@@ -64,10 +36,6 @@ def ints(path) -> tuple[int, ...]:
 def route_set(sim: Sim, node: int, dst: int) -> list[tuple[int, ...]]:
     ps = sim.engines[A(node)]._sets.get(A(dst))
     return [ints(p) for p in ps.paths()] if ps is not None else []
-
-
-# A ladder: short rail 1-2-3-8 (3 hops) and long rail 1-4-5-6-8 (4 hops), disjoint.
-LADDER = [(1, 2), (2, 3), (3, 8), (1, 4), (4, 5), (5, 6), (6, 8)]
 
 
 def test_intermediate_forwards_duplicates_from_other_links_not_longer_ones() -> None:

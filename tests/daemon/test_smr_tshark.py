@@ -1,6 +1,6 @@
 """tshark decodes SMR's frames as plain DSR (one wire: RFC 4728 options only).
 
-A backup1 discovery on the ladder of tests/daemon/test_smr_engine.py, data over both
+A backup1 discovery on the ladder of tests/helpers/smrnet.py, data over both
 rails (a break in between): every frame is decoded by tshark's DSR dissector with the
 options the engine put in it, including the duplicate requests SMR forwards and the
 destination's second, selected reply.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from manetkit.daemon.wire import dsr
 from tests.daemon.dsrutil import A, first, tcp_packet
-from tests.daemon.test_dsr_tshark import seen, tshark_view
-from tests.daemon.test_smr_engine import LADDER, net
 from tests.helpers import tshark
+from tests.helpers.dsrframes import seen, tshark_view
+from tests.helpers.smrnet import LADDER, net
 
 
 def test_smr_frames_decode_as_dsr() -> None:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 from ipaddress import IPv4Address as A
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +10,7 @@ from hypothesis import strategies as st
 
 from manetkit.daemon.wire import aodv, ipv4
 from tests.helpers import tshark
+from tests.helpers.aodvframes import check_decoded
 
 addrs = st.builds(A, st.integers(0, 2**32 - 1))
 u32 = st.integers(0, 2**32 - 1)
@@ -125,98 +122,6 @@ def test_malformed_packet_refused():
         aodv.parse_control(tcp)
 
 
-def decode(frames: list[bytes]) -> list[dict]:
-    """Like ``tshark.decode`` but keeps repeated fields (RERR destinations) as lists."""
-    exe = tshark.require_tshark()
-    with tempfile.TemporaryDirectory() as tmp:
-        pcap = Path(tmp) / "f.pcap"
-        tshark.write_pcap(pcap, frames)
-        out = subprocess.run(
-            [exe, "-n", "-r", str(pcap), "-d", "ethertype==0x88b5,ip"]
-            + ["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"]
-            + ["-T", "json", "--no-duplicate-keys"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    return [p["_source"]["layers"] for p in json.loads(out)]
-
-
-def as_list(v) -> list:
-    return v if isinstance(v, list) else [v]
-
-
-def expected_fields(msg: aodv.Message) -> dict:
-    """What tshark should show for ``msg`` (field names found by decoding and looking)."""
-    b = lambda x: str(int(x))  # noqa: E731
-    if isinstance(msg, aodv.RREQ):
-        return {
-            "aodv.type": "1",
-            "aodv.hopcount": str(msg.hop_count),
-            "aodv.rreq_id": str(msg.rreq_id),
-            "aodv.dest_ip": str(msg.dest),
-            "aodv.dest_seqno": str(msg.dest_seq),
-            "aodv.orig_ip": str(msg.orig),
-            "aodv.orig_seqno": str(msg.orig_seq),
-            "aodv.flags.rreq_join": b(msg.join),
-            "aodv.flags.rreq_repair": b(msg.repair),
-            "aodv.flags.rreq_gratuitous": b(msg.gratuitous),
-            "aodv.flags.rreq_destinationonly": b(msg.dest_only),
-            "aodv.flags.rreq_unknown": b(msg.unknown_seq),
-        }
-    if isinstance(msg, aodv.RREP):
-        return {
-            "aodv.type": "2",
-            "aodv.hopcount": str(msg.hop_count),
-            "aodv.dest_ip": str(msg.dest),
-            "aodv.dest_seqno": str(msg.dest_seq),
-            "aodv.orig_ip": str(msg.orig),
-            "aodv.lifetime": str(msg.lifetime_ms),
-            "aodv.prefix_sz": str(msg.prefix_size),
-            "aodv.flags.rrep_repair": b(msg.repair),
-            "aodv.flags.rrep_ack": b(msg.ack_required),
-        }
-    if isinstance(msg, aodv.RERR):
-        return {
-            "aodv.type": "3",
-            "aodv.destcount": str(len(msg.dests)),
-            "aodv.flags.rerr_nodelete": b(msg.no_delete),
-        }
-    return {"aodv.type": "4"}
-
-
-def flat(layer: dict) -> dict:
-    """tshark's nested JSON (flag trees) flattened to field -> value."""
-    out: dict = {}
-    for k, v in layer.items():
-        if isinstance(v, dict):
-            out.update(flat(v))
-        elif k not in out:
-            out[k] = v
-    return out
-
-
-def check_decoded(layers: dict, msg: aodv.Message) -> None:
-    assert layers["ip"]["ip.checksum.status"] == "1"
-    assert layers["udp"]["udp.checksum.status"] == "1"
-    fields = flat(layers["aodv"])
-    for k, v in expected_fields(msg).items():
-        assert fields.get(k) == v, (k, fields.get(k), v)
-    if isinstance(msg, aodv.RERR):
-        dests = as_list(layers["aodv"]["Unreachable Destinations"])
-        ips = [x for d in dests for x in as_list(d["aodv.unreach_dest_ip"])]
-        seqs = [x for d in dests for x in as_list(d["aodv.dest_seqno"])]
-        assert ips == [str(d) for d, _ in msg.dests]
-        assert seqs == [str(s) for _, s in msg.dests]
-    if msg.extensions and not isinstance(msg, aodv.RERR):
-        # Wireshark's AODV dissector reads extensions of RREQ/RREP only; a RERR's
-        # (manetkit's ELFN/ERDN/ERSN) are checked in test_elfn_aodv.py by raw bytes.
-        ext = as_list(layers["aodv"]["Extensions"])
-        assert [(int(e["aodv.ext_type"]), int(e["aodv.ext_length"])) for e in ext] == [
-            (t, len(d)) for t, d in msg.extensions
-        ]
-
-
 def frame(msg: aodv.Message, dst: A = aodv.BROADCAST, ttl: int = 1) -> bytes:
     packet = aodv.control_packet(msg, A("10.42.0.1"), dst, ttl)
     return tshark.ether(b"\xff" * 6, b"\x02\0\0\0\0\x01", packet)
@@ -245,7 +150,7 @@ def test_tshark_decodes_every_message_type():
         ),
         aodv.RREPAck(),
     ]
-    decoded = decode([frame(m) for m in msgs])
+    decoded = tshark.decode([frame(m) for m in msgs])
     assert len(decoded) == len(msgs)
     for layers, msg in zip(decoded, msgs, strict=True):
         check_decoded(layers, msg)
@@ -256,7 +161,7 @@ def test_tshark_decodes_every_message_type():
 @given(st.lists(st.one_of(rreqs, rreps, rerrs), min_size=20, max_size=40))
 def test_tshark_agrees_on_random_messages(msgs):
     msgs = [type(m)(**{**_fields(m), "extensions": []}) for m in msgs]
-    for layers, msg in zip(decode([frame(m) for m in msgs]), msgs, strict=True):
+    for layers, msg in zip(tshark.decode([frame(m) for m in msgs]), msgs, strict=True):
         check_decoded(layers, msg)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from ipaddress import IPv4Address
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 
 from manetkit.daemon.wire import dsr, ipv4
 from tests.helpers import tshark
+from tests.helpers.dsrframes import hop_list
 
 addr = st.builds(IPv4Address, st.integers(0, 2**32 - 1))
 addrs = st.lists(addr, max_size=12).map(tuple)
@@ -137,16 +137,6 @@ def test_max_overhead():
 
 
 # --- tshark, the independent decoder -------------------------------------------------
-
-
-def hop_list(layer: dict) -> list[str]:
-    """tshark lists addresses under a 'Hop list : a b c' subtree (JSON keeps only the
-    last duplicate field, so the label is the complete list)."""
-    for key in layer:
-        m = re.fullmatch(r"Hop list : (.*)", key)
-        if m:
-            return m.group(1).split()
-    return []
 
 
 def A(i: int) -> IPv4Address:

@@ -19,8 +19,8 @@ import pytest
 from scapy.utils import rdpcap
 
 from manetkit.lab.medium.control import control
-from tests.daemon.test_wire_dsr import hop_list
 from tests.helpers import tshark
+from tests.helpers.dsrframes import hop_list
 from tests.helpers.lab import (
     SCENARIOS,
     EventLog,
