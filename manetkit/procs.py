@@ -37,16 +37,29 @@ def stop(proc: subprocess.Popen, grace: float = 5.0) -> int | None:
 
     Returns the exit status (None only if even SIGKILL did not end it within 5 s).
     """
-    if proc.poll() is None:
-        proc.terminate()
+    stop_all([proc], grace)
+    return proc.returncode
+
+
+def stop_all(
+    procs: Iterable[subprocess.Popen], grace: float = 5.0, sig: int = signal.SIGTERM
+) -> None:
+    """Send ``sig`` to every running process of ``procs`` at once (a sender and its
+    receiver end together, neither sees the other go first), then reap each, SIGKILLing
+    any still running ``grace`` s after the signal."""
+    procs = list(procs)
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(sig)
+    deadline = time.monotonic() + grace
+    for p in procs:
         try:
-            return proc.wait(grace)
+            p.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-    try:
-        return proc.wait(5)
-    except subprocess.TimeoutExpired:
-        return None
+            p.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(5)
 
 
 def alive(pid: int) -> bool:

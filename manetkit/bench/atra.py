@@ -38,28 +38,25 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.table import Table
 
-from manetkit import paths
-from manetkit.bench import report
+from manetkit import paths, procs
+from manetkit.bench import flap, labrun, report
 from manetkit.bench.smr import addr, flows
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
-from manetkit.paths import daemon_socket, netns_name
+from manetkit.paths import daemon_socket
 
 NODES = 30
 TCP_PORT = 5600
@@ -173,27 +170,13 @@ def _locked(path: str | None) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-@contextlib.contextmanager
-def _daemon_extra(work: Path, atra: bool) -> Iterator[None]:
-    old = os.environ.get(stacks.EXTRA_ENV)
+def _daemon_extra(work: Path, atra: bool) -> contextlib.AbstractContextManager[None]:
     path = work / f"daemon-atra-{atra}.yaml"
-    path.write_text(yaml.safe_dump({"atra": ATRA_ON} if atra else {}))
-    os.environ[stacks.EXTRA_ENV] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(stacks.EXTRA_ENV, None)
-        else:
-            os.environ[stacks.EXTRA_ENV] = old
+    return labrun.env_config(stacks.EXTRA_ENV, path, {"atra": ATRA_ON} if atra else {})
 
 
 def _py(lab: str, node: int, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        ["ip", "netns", "exec", netns_name(lab, f"n{node}"), sys.executable, "-m", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    return labrun.ns_python(lab, f"n{node}", *args, stderr=subprocess.DEVNULL)
 
 
 def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, work: Path) -> dict:
@@ -210,7 +193,7 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
     tag = f"v{speed:g}-s{seed}-{variant}"
     out = work / f"{tag}-recv.json"
     out.unlink(missing_ok=True)
-    procs: list[subprocess.Popen[bytes]] = []
+    started: list[subprocess.Popen[bytes]] = []
     preds: Predictions | None = None
     graph: list[dict[str, Any]] = []
     nodes.down(lab)
@@ -218,10 +201,10 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         with _daemon_extra(work, atra):
             nodes.up(SHIPPED_SCENARIOS / "rwp-30.yaml", name=lab, overrides=overrides, timeout=180)
         preds = Predictions(lab)
-        procs.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", str(TCP_PORT),
+        started.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", str(TCP_PORT),
                          "--out", str(out)))  # fmt: skip
         time.sleep(1.0)
-        procs.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
+        started.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
                          "--port", str(TCP_PORT), "--out", str(work / f"{tag}-send.json")))  # fmt: skip
         time.sleep(args.warmup)
         c0 = atra_counters(lab)
@@ -235,21 +218,9 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
     finally:
         if preds is not None:
             preds.close()
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        procs.stop_all(started, grace=10)
         nodes.down(lab)
-    res = json.loads(out.read_text()) if out.exists() else {"samples": []}
-    samples = [(float(t), int(b)) for t, b in res.get("samples", [])]
-    before = max((b for t, b in samples if t <= t0), default=0)
-    upto = max((b for t, b in samples if t <= t1), default=0)
-    kbps = (upto - before) * 8 / 1000 / (t1 - t0)
+    kbps = flap.received_kbps(out, t0, t1)
     window_preds = [p for p in (preds.seen if preds else []) if w0 <= p[0] <= w1]
     return {
         "variant": variant,
@@ -261,11 +232,6 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         "engine": {k: c1.get(k, 0) - c0.get(k, 0) for k in COUNTERS},
         "ground_truth": score(window_preds, graph, 2 * args.lookahead),
     }
-
-
-def _mean(xs: list[float | None]) -> float | None:
-    got = [x for x in xs if x is not None]
-    return sum(got) / len(got) if got else None
 
 
 def plot(summary: list[dict], speeds: list[float], path: Path) -> Path | None:
@@ -316,11 +282,11 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(col)
     summary = []
     for speed in speeds:
-        base = _mean([r["tcp_kbps"] for r in runs if r["speed"] == speed
+        base = report.mean([r["tcp_kbps"] for r in runs if r["speed"] == speed
                       and r["variant"] == "dsr"])  # fmt: skip
         for v in variants:
             rs = [r for r in runs if r["speed"] == speed and r["variant"] == v]
-            kb = _mean([r["tcp_kbps"] for r in rs])
+            kb = report.mean([r["tcp_kbps"] for r in rs])
             gt_p = sum(r["ground_truth"]["predictions"] for r in rs)
             gt_h = sum(r["ground_truth"]["hits"] for r in rs)
             eng = {k: sum(r["engine"][k] for r in rs) for k in COUNTERS}
@@ -337,12 +303,9 @@ def run(args: argparse.Namespace) -> int:
             }
             summary.append(row)
 
-            def f(x: float | None, fmt: str) -> str:
-                return "-" if x is None else format(x, fmt)
-
             table.add_row(
-                f"{speed:g}", v, ",".join(map(str, row["seeds"])), f(kb, ".1f"),
-                f(row["vs_dsr"], ".2f"), str(gt_p), f(row["precision"], ".2f"),
+                f"{speed:g}", v, ",".join(map(str, row["seeds"])), report.cell(kb, ".1f"),
+                report.cell(row["vs_dsr"], ".2f"), str(gt_p), report.cell(row["precision"], ".2f"),
                 f"{eng['hits']}/{eng['false_alarms']}", str(eng["breaks_not_predicted"]),
                 str(eng["proactive_errors_sent"]),
             )  # fmt: skip
@@ -358,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     report.write(
         args.out,
         "atra",
-        {"settings": {k: v for k, v in vars(args).items() if k != "func"},
+        {"settings": report.settings(args),
          "summary": summary, "runs": runs},
     )  # fmt: skip
     return 0

@@ -38,7 +38,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -47,8 +46,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from manetkit import paths
-from manetkit.bench import report
+from manetkit import paths, procs
+from manetkit.bench import labrun, report
 from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.lab import nodes, stacks
@@ -157,6 +156,12 @@ def goodput_kbps(samples: list[tuple[float, int]], t0: float, t1: float) -> floa
     return (upto - before) * 8 / 1000 / (t1 - t0)
 
 
+def received_kbps(result: Path, t0: float, t1: float) -> float:
+    """:func:`goodput_kbps` of a ``recv --out`` file (0 if the receiver wrote none)."""
+    res = json.loads(result.read_text()) if result.exists() else {}
+    return goodput_kbps([(float(t), int(b)) for t, b in res.get("samples", [])], t0, t1)
+
+
 def recoveries(samples: list[tuple[float, int]], ups: list[float], t1: float) -> list[float | None]:
     """For each restoration time, seconds until the next received byte (None: none before
     the window's end ``t1``)."""
@@ -242,8 +247,7 @@ class EventRecorder:
 
 
 def _ns_python(lab: str, node: str, *args: str) -> subprocess.Popen[bytes]:
-    argv = ["ip", "netns", "exec", paths.netns_name(lab, node), sys.executable, "-m"]
-    return subprocess.Popen([*argv, "manetkit.bench.flap", *args], stdout=subprocess.DEVNULL)
+    return labrun.ns_python(lab, node, "manetkit.bench.flap", *args)
 
 
 def _medium_link(lab: str, state: str) -> None:
@@ -296,13 +300,7 @@ class Capture:
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        procs.stop_all([self.proc], grace=5, sig=signal.SIGINT)  # tcpdump flushes on SIGINT
 
 
 def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Schedule) -> dict:
@@ -349,14 +347,7 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
             ups_wall.append(time.time())
             t += sch.period
         time.sleep(max(0.0, t1 - time.monotonic()))
-        for p in (r, s):
-            p.send_signal(signal.SIGTERM)
-        for p in (r, s):
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        procs.stop_all((r, s), grace=10)
         rres = json.loads(rx.read_text()) if rx.exists() else {"bytes": 0, "samples": []}
         sres = json.loads(tx.read_text()) if tx.exists() else {"sent": 0, "error": "no result"}
     finally:
@@ -411,13 +402,9 @@ def _proxy_partition_timeout(work: Path, sch: Schedule) -> Iterator[None]:
     if os.environ.get(stacks.PROXY_EXTRA_ENV) or sch.down + 30 <= 30:
         yield
         return
-    path = work / "proxy-extra.yaml"
-    path.write_text(json.dumps({"partition_timeout": sch.down + 30}))
-    os.environ[stacks.PROXY_EXTRA_ENV] = str(path)
-    try:
+    doc = {"partition_timeout": sch.down + 30}
+    with labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", doc):
         yield
-    finally:
-        del os.environ[stacks.PROXY_EXTRA_ENV]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 import yaml
 from rich.table import Table
 
-from manetkit import paths
+from manetkit import paths, procs
 from manetkit.bench import flap, report
 from manetkit.console import console
 from manetkit.errors import UserError
@@ -66,15 +65,7 @@ def _transfer(lab: str, work: Path, tag: str, mark: int | None, warmup: float, s
         t0 = time.monotonic() + warmup
         time.sleep(warmup + secs)
     finally:
-        for p in (r, s):
-            with contextlib.suppress(ProcessLookupError):
-                p.send_signal(signal.SIGTERM)
-        for p in (r, s):
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        procs.stop_all((r, s), grace=10)
     res = json.loads(rx.read_text())
     samples = [(float(a), int(b)) for a, b in res["samples"]]
     intact = res["bytes"] > 0 and res["sha256"] == flap.stream_sha256(res["bytes"])
@@ -145,7 +136,7 @@ def bench_fast(args: argparse.Namespace, work: Path) -> dict:
     tag = f"mkbp{os.getpid() % 10000}"
     client, server = f"{tag}c", f"{tag}s"
     a, b = "10.42.200.1", "10.42.200.2"
-    procs: list[subprocess.Popen[bytes]] = []
+    started: list[subprocess.Popen[bytes]] = []
     try:
         for ns in (client, server):
             _sh("ip", "netns", "add", ns)
@@ -155,7 +146,7 @@ def bench_fast(args: argparse.Namespace, work: Path) -> dict:
         for ns, ip in ((client, a), (server, b)):
             _sh("ip", "addr", "add", f"{ip}/24", "dev", "v0", ns=ns)
             _sh("ip", "link", "set", "v0", "up", ns=ns)
-        procs.append(
+        started.append(
             subprocess.Popen(
                 ["ip", "netns", "exec", server, "iperf3", "-s", "-B", b],
                 stdout=subprocess.DEVNULL,
@@ -169,20 +160,14 @@ def bench_fast(args: argparse.Namespace, work: Path) -> dict:
             time.sleep(0.05)
         direct = _iperf(client, b, args.fast_seconds)
         p1, s1 = _start_proxy(client, work, args.fast_mode)
-        procs.append(p1)
+        started.append(p1)
         p2, _ = _start_proxy(server, work, args.fast_mode)
-        procs.append(p2)
+        started.append(p2)
         through = _iperf(client, b, args.fast_seconds)
         accepted = request(s1, {"cmd": "status"})["status"]["counters"]["accepted"]
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        for p in reversed(started):
+            procs.stop(p, grace=10)
         for ns in (client, server):
             _sh("ip", "netns", "del", ns, check=False)
     return {

@@ -6,7 +6,9 @@ prints its tables through :data:`console` (whole cells when piped, :mod:`manetki
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,3 +31,19 @@ def show(table: Table, *notes: str) -> None:
     console.print(table)
     for note in notes:
         console.print(note)
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line a result came from (for the JSON), without argparse's handler."""
+    return {k: v for k, v in vars(args).items() if k != "func"}
+
+
+def mean(xs: Iterable[float | None]) -> float | None:
+    """Mean of the values that exist (a run that measured nothing is left out); None if none."""
+    got = [x for x in xs if x is not None]
+    return sum(got) / len(got) if got else None
+
+
+def cell(x: float | None, fmt: str) -> str:
+    """A table cell: ``x`` formatted, ``-`` when it was not measured."""
+    return "-" if x is None else format(x, fmt)

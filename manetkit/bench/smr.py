@@ -41,19 +41,17 @@ import json
 import os
 import random
 import re
-import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.table import Table
 
-from manetkit.bench import report
+from manetkit import procs
+from manetkit.bench import flap, labrun, report
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
@@ -136,27 +134,15 @@ def _ns(lab: str, node: int, *argv: str) -> list[str]:
 
 
 def _py(lab: str, node: int, module: str, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        _ns(lab, node, sys.executable, "-m", module, *args),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    return labrun.ns_python(lab, f"n{node}", module, *args, stderr=subprocess.DEVNULL)
 
 
-@contextlib.contextmanager
-def _daemon_extra(work: Path, protocol: str, values: dict[str, Any]) -> Iterator[None]:
+def _daemon_extra(
+    work: Path, protocol: str, values: dict[str, Any]
+) -> contextlib.AbstractContextManager[None]:
     """MANETKIT_LAB_DAEMON_CONFIG for this variant while the lab comes up."""
-    old = os.environ.get(stacks.EXTRA_ENV)
     path = work / f"daemon-{protocol}-{values.get('mode', 'dsr')}.yaml"
-    path.write_text(yaml.safe_dump({protocol: values} if values else {}))
-    os.environ[stacks.EXTRA_ENV] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(stacks.EXTRA_ENV, None)
-        else:
-            os.environ[stacks.EXTRA_ENV] = old
+    return labrun.env_config(stacks.EXTRA_ENV, path, {protocol: values} if values else {})
 
 
 def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, work: Path) -> dict:
@@ -173,7 +159,7 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         "mobility.pause_s": "0",
     }
     tag = f"{traffic}-s{seed}-{variant}"
-    procs: list[subprocess.Popen[bytes]] = []
+    started: list[subprocess.Popen[bytes]] = []
     outs: list[Path] = []
     nodes.down(lab)
     try:
@@ -185,16 +171,16 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 out.unlink(missing_ok=True)
                 outs.append(out)
                 port = str(TCP_PORT + k)
-                procs.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", port,
+                started.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", port,
                                  "--out", str(out)))  # fmt: skip
         time.sleep(1.0)
         for k, (kind, src, dst) in enumerate(fl):
             if kind == "tcp":
-                procs.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
+                started.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
                                  "--port", str(TCP_PORT + k), "--out",
                                  str(work / f"{tag}-send{k}.json")))  # fmt: skip
             else:
-                procs.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
+                started.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
                                  str(CBR_PORT + k)))  # fmt: skip
         time.sleep(args.warmup)
         c0 = counters(lab)
@@ -216,24 +202,10 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 retrans[0] += got[0]
                 retrans[1] += got[1]
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        procs.stop_all(started, grace=10)
         nodes.down(lab)
     window = t1 - t0
-    kbps = []
-    for out in outs:
-        res = json.loads(out.read_text()) if out.exists() else {"samples": []}
-        samples = [(float(t), int(b)) for t, b in res.get("samples", [])]
-        before = max((b for t, b in samples if t <= t0), default=0)
-        upto = max((b for t, b in samples if t <= t1), default=0)
-        kbps.append((upto - before) * 8 / 1000 / window)
+    kbps = [flap.received_kbps(out, t0, t1) for out in outs]
     delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in set(c0) | set(c1)}
     control = sum(delta.get(k, 0) for k in CONTROL)
     delivered = delta.get("data-delivered", 0)
@@ -255,11 +227,6 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         "discoveries_avoided": delta.get("smr-discoveries-avoided", 0),
         "requests_sent": delta.get("requests-sent", 0),
     }
-
-
-def _mean(xs: list[float | None]) -> float | None:
-    got = [x for x in xs if x is not None]
-    return sum(got) / len(got) if got else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -287,31 +254,28 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(col)
     summary = []
     for traffic in traffics:
-        base = _mean([r["mean_tcp_kbps"] for r in runs if r["traffic"] == traffic
+        base = report.mean([r["mean_tcp_kbps"] for r in runs if r["traffic"] == traffic
                       and r["variant"] == "dsr"])  # fmt: skip
         for v in variants:
             rs = [r for r in runs if r["traffic"] == traffic and r["variant"] == v]
-            kb = _mean([r["mean_tcp_kbps"] for r in rs])
+            kb = report.mean([r["mean_tcp_kbps"] for r in rs])
             row = {
                 "traffic": traffic,
                 "variant": v,
                 "seeds": [r["seed"] for r in rs],
                 "mean_tcp_kbps": kb,
                 "vs_dsr": kb / base if kb is not None and base else None,
-                "retrans_ratio": _mean([r["retrans_ratio"] for r in rs]),
-                "norm_overhead": _mean([r["norm_overhead"] for r in rs]),
+                "retrans_ratio": report.mean([r["retrans_ratio"] for r in rs]),
+                "norm_overhead": report.mean([r["norm_overhead"] for r in rs]),
                 "path_switches": sum(r["path_switches"] for r in rs),
                 "discoveries_avoided": sum(r["discoveries_avoided"] for r in rs),
             }
             summary.append(row)
 
-            def f(x: float | None, fmt: str) -> str:
-                return "-" if x is None else format(x, fmt)
-
             table.add_row(
-                traffic, v, ",".join(map(str, row["seeds"])), f(kb, ".1f"),
-                f(row["vs_dsr"], ".2f"), f(row["retrans_ratio"], ".3f"),
-                f(row["norm_overhead"], ".2f"), str(row["path_switches"]),
+                traffic, v, ",".join(map(str, row["seeds"])), report.cell(kb, ".1f"),
+                report.cell(row["vs_dsr"], ".2f"), report.cell(row["retrans_ratio"], ".3f"),
+                report.cell(row["norm_overhead"], ".2f"), str(row["path_switches"]),
                 str(row["discoveries_avoided"]),
             )  # fmt: skip
     report.show(
@@ -322,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
     report.write(
         args.out,
         "smr",
-        {"settings": {k: v for k, v in vars(args).items() if k != "func"},
+        {"settings": report.settings(args),
          "summary": summary, "runs": runs},
     )  # fmt: skip
     return 0
