@@ -16,9 +16,11 @@ window of ``--duration`` s is measured:
 * throughput: bytes each TCP receiver's application got in the window / its length
   (kbit/s; the mean over the TCP flows);
 * retransmission ratio (the paper's Fig. 2 definition: retransmitted segments / all
-  segments sent): from the source proxy's mesh-side TCP socket (``ss -ti``:
-  ``retrans`` total / ``segs_out``), at the end of the window, so over the whole
-  connection; summed over the TCP flows;
+  segments sent) of the TCP connection that crosses the mesh: the source proxy's mesh
+  leg to the destination's proxy (``ss -tin`` in the source node, ``dst`` the
+  destination, ``dport`` its proxy's ``peer_port``: ``retrans`` total / ``segs_out``),
+  read at the end of the window, so over the whole connection; summed over the TCP
+  flows (a leg the proxy replaced and closed is no longer counted);
 * normalised control overhead (the paper's Fig. 4): control packets sent or forwarded
   by all daemons in the window (route requests sent and rebroadcast, replies sent,
   requests/replies/errors forwarded along source routes, errors sent) / data packets
@@ -56,7 +58,8 @@ from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
-from manetkit.paths import daemon_socket, netns_name
+from manetkit.paths import daemon_socket, netns_name, node_dir
+from manetkit.proxy.config import load_config as load_proxy_config
 
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "dsr": ("dsr", {}),
@@ -109,28 +112,38 @@ def counters(lab: str) -> dict[str, int]:
 
 _SS_SEGS = re.compile(r"\bsegs_out:(\d+)")
 _SS_RETRANS = re.compile(r"\bretrans:\d+/(\d+)")
-_SS_RTT = re.compile(r"\brtt:([\d.]+)/")
 
 
 def ss_retrans(text: str) -> tuple[int, int] | None:
-    """(retransmitted, sent) segments of the socket with the longest RTT in ``ss -tin``
-    output: with a transparent proxy the app's local leg and the proxy's mesh-side leg
-    share the 4-tuple; the mesh leg is the one with a real RTT."""
-    best: tuple[float, int, int] | None = None
+    """(retransmitted, sent) segments summed over the sockets of ``ss -tin`` output
+    (``retrans:cur/total`` and ``segs_out``, which counts the retransmissions too);
+    None if it lists no socket."""
+    found = False
+    retrans = sent = 0
     for line in text.splitlines():
         segs = _SS_SEGS.search(line)
         if segs is None:
             continue
-        rtt = _SS_RTT.search(line)
-        re_ = _SS_RETRANS.search(line)
-        cand = (float(rtt.group(1)) if rtt else 0.0, int(re_.group(1)) if re_ else 0)
-        if best is None or cand[0] > best[0]:
-            best = (cand[0], cand[1], int(segs.group(1)))
-    return None if best is None else (best[1], best[2])
+        found = True
+        sent += int(segs.group(1))
+        got = _SS_RETRANS.search(line)
+        retrans += int(got.group(1)) if got else 0
+    return (retrans, sent) if found else None
 
 
-def _ns(lab: str, node: int, *argv: str) -> list[str]:
-    return ["ip", "netns", "exec", netns_name(lab, f"n{node}"), *argv]
+def mesh_leg_retrans(netns: str, peer: str, peer_port: int) -> tuple[str, tuple[int, int] | None]:
+    """``ss -tin`` output and :func:`ss_retrans` of the TCP connections that cross the
+    mesh from a source node's proxy: in its namespace ``netns``, those to the peer
+    proxy ``peer`` on its ``peer_port`` (docs/proxy.md: the mesh leg). The application's
+    own connection ends at its local proxy and never crosses the mesh, so it is left out."""
+    argv = ["ip", "netns", "exec", netns, "ss", "-tin", "dst", peer, "dport", "=", f":{peer_port}"]
+    ss = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    return ss, ss_retrans(ss)
+
+
+def _peer_port(lab: str, node: int) -> int:
+    """The mesh-leg port of node ``node``'s proxy, from the config ``lab up`` wrote."""
+    return load_proxy_config(node_dir(lab, f"n{node}") / "proxy.yaml").peer_port
 
 
 def _py(lab: str, node: int, module: str, *args: str) -> subprocess.Popen[bytes]:
@@ -192,12 +205,8 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         for k, (kind, src, dst) in enumerate(fl):
             if kind != "tcp":
                 continue
-            ss = subprocess.run(
-                _ns(lab, src, "ss", "-tin", "dst", addr(dst), "dport", "=", f":{TCP_PORT + k}"),
-                capture_output=True, text=True, check=False,
-            ).stdout  # fmt: skip
+            ss, got = mesh_leg_retrans(netns_name(lab, f"n{src}"), addr(dst), _peer_port(lab, dst))
             (work / f"{tag}-ss{k}.txt").write_text(ss)  # what the ratio was read from
-            got = ss_retrans(ss)
             if got is not None:
                 retrans[0] += got[0]
                 retrans[1] += got[1]
