@@ -224,3 +224,46 @@ def test_cached_replies_are_refused_in_the_config() -> None:
         SmrConfig(cache_replies=True)
     with pytest.raises(ValidationError, match="mode"):
         SmrConfig(mode="both")
+
+
+def test_a_stale_backup_expires_and_a_break_then_rediscovers() -> None:
+    """``max_path_age_s`` (fake clock): the backup learnt at discovery is dropped once it
+    is that old, by the engine's own timer; a primary break after that finds no stale
+    path to switch to and asks again, instead of trying the stale alternate."""
+    sim = net(range(1, 9), LADDER, slow=(2,), mode="backup1", max_path_age_s=5.0)
+    sim.send(A(1), udp_packet(A(1), A(8), b"x"))
+    sim.run(duration=1.0)
+    eng = sim.engines[A(1)]
+    assert route_set(sim, 1, 8) == [(1, 2, 3, 8), (1, 4, 5, 6, 8)]
+    (age,) = [r["age_s"] for r in eng.status()["multipath"] if r["role"] == "backup"]
+    due = eng.get_timer()
+    assert due is not None and due <= sim.now - age + 5.0 + 1e-3  # the engine's own timer
+    sim.run(duration=3.0)  # 4 s after discovery: still there
+    assert len(route_set(sim, 1, 8)) == 2
+    sim.run(duration=1.5)  # past 5 s: gone without any packet or break
+    assert route_set(sim, 1, 8) == [(1, 2, 3, 8)]
+    assert eng.counters["smr-paths-expired"] == 1
+    # ... and from DSR's route cache, which the all-broken fallback reads
+    assert (1, 4, 5, 6, 8) not in {ints(e.path) for e in eng.cache.entries()}
+    asked = own_requests(sim, 1)
+    sim.unlink(A(1), A(2), notify=True)  # the primary breaks: no backup left
+    sim.send(A(1), udp_packet(A(1), A(8), b"y"))
+    sim.run(duration=1.0)
+    assert own_requests(sim, 1) > asked
+    assert eng.counters["smr-all-broken"] == 1
+    assert [e for e in sim.events(A(1), "path-switch") if e["reason"] == "link-down"] == []
+    assert sim.delivered[A(8)][-1].endswith(b"y")
+
+
+def test_without_a_max_age_the_backup_stays() -> None:
+    sim = net(range(1, 9), LADDER, slow=(2,), mode="backup1")
+    sim.send(A(1), udp_packet(A(1), A(8), b"x"))
+    sim.run(duration=600.0)
+    assert len(route_set(sim, 1, 8)) == 2
+    assert sim.engines[A(1)].counters["smr-paths-expired"] == 0
+
+
+def test_max_path_age_is_checked() -> None:
+    with pytest.raises(ValidationError, match="max_path_age_s"):
+        SmrConfig(max_path_age_s=0)
+    assert SmrConfig().max_path_age_s is None

@@ -169,3 +169,26 @@ def test_pathset_never_exceeds_limit(candidates, limit, mode) -> None:
     for p in list(ps.paths()):
         ps.cut(p[0], p[1])
         assert all(not uses_link(q, p[0], p[1]) for q in ps.paths())
+
+
+def test_expire_drops_stale_alternates_never_the_primary() -> None:
+    ps: PathSet[int] = PathSet(Mode.BACKUP2, limit=3)
+    ps.offer(0.0, (S, 1, D))  # primary
+    ps.offer(1.0, (S, 2, D))
+    ps.offer(4.0, (S, 3, D))
+    assert ps.next_expiry(5.0) == 6.0
+    assert ps.expire(5.999, 5.0) == []
+    assert ps.expire(6.0, 5.0) == [(S, 2, D)]  # exactly when next_expiry said
+    assert ps.paths() == [(S, 1, D), (S, 3, D)]
+    ps.offer(8.0, (S, 3, D))  # a new reply confirms it: its age restarts
+    assert ps.expire(12.0, 5.0) == [] and ps.next_expiry(5.0) == 13.0
+    assert ps.expire(100.0, 5.0) == [(S, 3, D)]
+    assert ps.paths() == [(S, 1, D)] and ps.next_expiry(5.0) is None  # primary kept
+
+
+def test_concurrent_paths_all_carry_data_and_never_expire() -> None:
+    ps: PathSet[int] = PathSet(Mode.CONCURRENT, limit=2)
+    ps.offer(0.0, (S, 1, D))
+    ps.offer(0.0, (S, 2, D))
+    assert ps.expire(1000.0, 5.0) == [] and ps.next_expiry(5.0) is None
+    assert len(ps.paths()) == 2

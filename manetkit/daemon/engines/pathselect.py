@@ -158,6 +158,29 @@ class PathSet(Generic[N]):
             return gone, Switch(old, self.entries[0].path, "")
         return gone, None
 
+    def expire(self, now: float, max_age: float) -> list[tuple[N, ...]]:
+        """Drop the alternates (every path but the primary) learnt or last confirmed by a
+        reply ``max_age`` s ago or longer; return them. Lim/Xu/Gerla V-A: under mobility
+        the alternates replied to one request go stale, and a source "tends to waste much
+        time in trying stale routes one by one". The primary carries the data, so its
+        break is seen at once; in ``concurrent`` mode every path carries data and none is
+        an alternate, so nothing expires."""
+        if self.mode is Mode.CONCURRENT or len(self.entries) < 2:
+            return []
+        # The same sum as next_expiry, so a timer due then always finds the path gone.
+        gone = [e.path for e in self.entries[1:] if now >= e.added + max_age]
+        if gone:
+            self.entries = [self.entries[0]] + [
+                e for e in self.entries[1:] if now < e.added + max_age
+            ]
+        return gone
+
+    def next_expiry(self, max_age: float) -> float | None:
+        """When :meth:`expire` will next drop an alternate (None: no alternate ages)."""
+        if self.mode is Mode.CONCURRENT or len(self.entries) < 2:
+            return None
+        return min(e.added for e in self.entries[1:]) + max_age
+
     def remove(self, path: Sequence[N]) -> bool:
         p = tuple(path)
         n = len(self.entries)

@@ -69,6 +69,18 @@ class RouteCache:
             self.generation += 1
         return gone
 
+    def forget(self, path: Sequence[IPv4Address], unused_since: float) -> bool:
+        """Drop exactly ``path`` (not the longer paths it is a prefix of) unless a lookup
+        used it after ``unused_since``; True if it was dropped. SMR forgets an alternate
+        it let expire, so the fallback to this cache does not try it."""
+        p = tuple(path)
+        entry = self._paths.get(p)
+        if entry is None or entry.used > unused_since:
+            return False
+        del self._paths[p]
+        self.generation += 1
+        return True
+
     def next_expiry(self) -> float | None:
         """When the least recently used path expires (for the owner's timer)."""
         return min((e.used + self.timeout for e in self._paths.values()), default=None)

@@ -69,6 +69,13 @@ class SmrConfig(DsrConfig):
     rediscover: Literal["all-broken", "any-broken"] = Field(
         "all-broken", description="ask again when every path broke, or at any break (III-A)"
     )
+    max_path_age_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="drop an alternate path this long after the reply that brought or last "
+        "confirmed it (V-A: alternates go stale under mobility); none: kept until it breaks",
+    )
 
     @model_validator(mode="after")
     def _no_cached_replies(self) -> SmrConfig:
@@ -231,6 +238,7 @@ class SmrEngine(DsrEngine):
     def _links_cut(self, now: float, a: IPv4Address, b: IPv4Address, reason: str) -> None:
         """Drop the paths through a-b; a broken primary gives way to a backup at once
         (V: "switch from current path to another alternative path rapidly")."""
+        self._expire_paths(now)  # never switch to an alternate that has gone stale
         for dst, ps in list(self._sets.items()):
             gone, sw = ps.cut(a, b)
             if not gone:
@@ -252,6 +260,7 @@ class SmrEngine(DsrEngine):
         """Atra predicts the link to ``neighbour`` will break: every primary over it
         moves to a backup that avoids it, before any packet is lost."""
         self._now = now
+        self._expire_paths(now)
         moved = False
         for dst, ps in self._sets.items():
             sw = ps.avoid(self.address, neighbour)
@@ -287,18 +296,34 @@ class SmrEngine(DsrEngine):
         self.counters["smr-rediscoveries"] += 1
         self._send_request(now, d, ttl=self.config.discovery_hop_limit)
 
+    def _expire_paths(self, now: float) -> None:
+        """Drop alternates older than ``max_path_age_s`` (:meth:`PathSet.expire`), and
+        the same paths from the route cache."""
+        max_age = self.smr.max_path_age_s
+        if max_age is None:
+            return
+        for ps in self._sets.values():
+            for path in ps.expire(now, max_age):
+                self.counters["smr-paths-expired"] += 1
+                # DSR's cache got it from the same reply: the all-broken fallback to the
+                # cache must not try it either, unless something used it since.
+                self.cache.forget(path, unused_since=now - max_age)
+
     # ------------------------------------------------------------ timers, status
     def handle_timer(self, now: float) -> None:
         super().handle_timer(now)
         while self._smr_timers and self._smr_timers[0][0] <= now:
             _, _, key = heapq.heappop(self._smr_timers)
             self._select_and_reply(now, key)
+        self._expire_paths(now)
 
     def get_timer(self) -> float | None:
-        t = super().get_timer()
-        if self._smr_timers and (t is None or self._smr_timers[0][0] < t):
-            return self._smr_timers[0][0]
-        return t
+        due = [super().get_timer()]
+        if self._smr_timers:
+            due.append(self._smr_timers[0][0])
+        if self.smr.max_path_age_s is not None:
+            due += [ps.next_expiry(self.smr.max_path_age_s) for ps in self._sets.values()]
+        return min((t for t in due if t is not None), default=None)
 
     def status(self) -> dict[str, Any]:
         st = super().status()
@@ -308,6 +333,7 @@ class SmrEngine(DsrEngine):
             "mode": str(self.smr.mode),
             "paths": self.smr.paths,
             "rediscover": self.smr.rediscover,
+            "max_path_age_s": self.smr.max_path_age_s,
         }
         # One flat row per route (the status CLI prints it as a table like "paths").
         st["multipath"] = [
