@@ -18,9 +18,11 @@ window of ``--duration`` s is measured:
 * retransmission ratio (the paper's Fig. 2 definition: retransmitted segments / all
   segments sent) of the TCP connection that crosses the mesh: the source proxy's mesh
   leg to the destination's proxy (``ss -tin`` in the source node, ``dst`` the
-  destination, ``dport`` its proxy's ``peer_port``: ``retrans`` total / ``segs_out``),
-  read at the end of the window, so over the whole connection; summed over the TCP
-  flows (a leg the proxy replaced and closed is no longer counted);
+  destination, ``dport`` the leg's remote port as the source proxy's status socket
+  names it: ``retrans`` total / ``segs_out``), read at the end of the window, so over
+  the whole connection; summed over the TCP flows. A leg the proxy replaced and closed
+  is no longer counted (``mesh_leg_resumes`` says how often that happened) and a flow
+  with no leg at that moment is left out;
 * normalised control overhead (the paper's Fig. 4): control packets sent or forwarded
   by all daemons in the window (route requests sent and rebroadcast, replies sent,
   requests/replies/errors forwarded along source routes, errors sent) / data packets
@@ -58,8 +60,7 @@ from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
-from manetkit.paths import daemon_socket, netns_name, node_dir
-from manetkit.proxy.config import load_config as load_proxy_config
+from manetkit.paths import daemon_socket, netns_name, proxy_socket
 
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "dsr": ("dsr", {}),
@@ -141,9 +142,13 @@ def mesh_leg_retrans(netns: str, peer: str, peer_port: int) -> tuple[str, tuple[
     return ss, ss_retrans(ss)
 
 
-def _peer_port(lab: str, node: int) -> int:
-    """The mesh-leg port of node ``node``'s proxy, from the config ``lab up`` wrote."""
-    return load_proxy_config(node_dir(lab, f"n{node}") / "proxy.yaml").peer_port
+def mesh_port(status: dict[str, Any], peer: str) -> tuple[int | None, int]:
+    """From a proxy's status (docs/proxy.md, status socket): the peer proxy's port of
+    the mesh leg of a session to ``peer`` (None if no session to it has a leg now), and
+    how many times those sessions resumed on a new leg."""
+    sessions = [x for x in status.get("sessions", []) if x.get("peer") == peer]
+    ports = [x["leg"]["remote_port"] for x in sessions if x.get("leg")]
+    return (ports[0] if ports else None), sum(int(x.get("resumes", 0)) for x in sessions)
 
 
 def _py(lab: str, node: int, module: str, *args: str) -> subprocess.Popen[bytes]:
@@ -202,10 +207,20 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         t1 = time.monotonic()
         c1 = counters(lab)
         retrans = [0, 0]
+        leg_resumes = 0
         for k, (kind, src, dst) in enumerate(fl):
             if kind != "tcp":
                 continue
-            ss, got = mesh_leg_retrans(netns_name(lab, f"n{src}"), addr(dst), _peer_port(lab, dst))
+            try:
+                st = request(proxy_socket(lab, f"n{src}"), {"cmd": "status"}, timeout=5)
+                port, resumes = mesh_port(st["status"], addr(dst))
+            except (OSError, ValueError, KeyError):
+                port, resumes = None, 0
+            leg_resumes += resumes
+            if port is None:  # no leg now (reconnecting, or the proxy is gone)
+                (work / f"{tag}-ss{k}.txt").write_text("no mesh leg in the proxy's status\n")
+                continue
+            ss, got = mesh_leg_retrans(netns_name(lab, f"n{src}"), addr(dst), port)
             (work / f"{tag}-ss{k}.txt").write_text(ss)  # what the ratio was read from
             if got is not None:
                 retrans[0] += got[0]
@@ -229,6 +244,7 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         "retransmitted": retrans[0],
         "segments_sent": retrans[1],
         "retrans_ratio": round(retrans[0] / retrans[1], 4) if retrans[1] else None,
+        "mesh_leg_resumes": leg_resumes,
         "control_packets": control,
         "data_delivered": delivered,
         "norm_overhead": round(control / delivered, 3) if delivered else None,

@@ -12,7 +12,7 @@ import pytest
 
 from manetkit import procs
 from manetkit.bench import flap
-from manetkit.bench.smr import flows, mesh_leg_retrans, ss_retrans
+from manetkit.bench.smr import flows, mesh_leg_retrans, mesh_port, ss_retrans
 from manetkit.procs import wait_for
 from manetkit.proxy.config import ProxyConfig
 
@@ -42,6 +42,19 @@ def test_ss_sums_every_listed_socket() -> None:
     assert ss_retrans(SS) == (12 + 37, 100 + 800)
     assert ss_retrans("State Recv-Q\n") is None
     assert ss_retrans("\t cubic rtt:10/1 segs_out:5\n") == (0, 5)
+
+
+def test_mesh_port_comes_from_the_sessions_to_that_peer() -> None:
+    status = {
+        "sessions": [
+            {"peer": "10.42.0.7", "leg": {"local_port": 40000, "remote_port": 4000}, "resumes": 0},
+            {"peer": "10.42.0.9", "leg": None, "resumes": 2},
+            {"peer": "10.42.0.9", "leg": {"local_port": 40002, "remote_port": 4242}, "resumes": 1},
+        ]
+    }
+    assert mesh_port(status, "10.42.0.9") == (4242, 3)
+    assert mesh_port(status, "10.42.0.8") == (None, 0)
+    assert mesh_port({"sessions": [{"peer": "10.42.0.9", "leg": None}]}, "10.42.0.9") == (None, 0)
 
 
 def _in(ns: str, *args: str) -> subprocess.Popen[bytes]:
@@ -75,7 +88,9 @@ def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: P
                            "--port", str(flap.PORT), "--out", str(tx)))  # fmt: skip
 
         def mesh() -> tuple[int, int] | None:
-            got = mesh_leg_retrans(chain.client, SERVER_IP, PEER_PORT)[1]
+            # as the bench: the leg's port from the source proxy's status socket
+            port, _ = mesh_port(chain.status(chain.client), SERVER_IP)
+            got = mesh_leg_retrans(chain.client, SERVER_IP, port)[1] if port else None
             return got if got and got[1] >= 800 else None
 
         retrans, sent = wait_for(mesh, 60, "800 segments sent on the mesh leg")
