@@ -79,12 +79,7 @@ def _node_env(lab: str, scenario, node: str) -> dict[str, str]:
         "MK_PROXY": "",
     }
     if stack in ("aodv", "dsr", "smr"):
-        extra: dict[str, Any] = {}
-        if proxy == "bus":
-            extra = {stack: {"bus": True}}
-        if scenario.atra:
-            extra["atra"] = scenario.atra
-        cfg = stacks.daemon_config(lab, node, stack, extra)
+        cfg = stacks.daemon_config(lab, node, stack, stacks.scenario_daemon_extra(scenario))
         from manetkit.daemon.config import parse_config
 
         parse_config(cfg, f"generated daemon config for {node}")

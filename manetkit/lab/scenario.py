@@ -160,6 +160,11 @@ class Scenario(_Strict):
         default_factory=dict,
         description="the daemons' atra: section (docs/atra.md), e.g. --set atra.rfp=true",
     )
+    # The daemons' protocol sections, checked when lab up writes each node's daemon
+    # config (manetkit.daemon.config: field and reason), e.g. --set smr.mode=backup2.
+    aodv: dict[str, Any] = Field(default_factory=dict, description="the daemons' aodv: section")
+    dsr: dict[str, Any] = Field(default_factory=dict, description="the daemons' dsr: section")
+    smr: dict[str, Any] = Field(default_factory=dict, description="the daemons' smr: section")
 
     # Directory of the scenario file, for relative paths (setdest files).
     base_dir: Path = Field(default=Path("."), exclude=True)

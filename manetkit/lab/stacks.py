@@ -207,19 +207,29 @@ def proxy_spec(
     )
 
 
+def scenario_daemon_extra(scenario) -> dict[str, Any]:
+    """What the scenario adds to every node's daemon config: ``bus: true`` in the stack's
+    section with ``proxy: bus``, and its ``atra:``/``aodv:``/``dsr:``/``smr:`` sections
+    (``lab up --set atra.rfp=true``, ``--set smr.mode=backup2``)."""
+    stack = getattr(scenario, "stack", "none")
+    extra: dict[str, Any] = {}
+    if getattr(scenario, "proxy", "none") == "bus":
+        # a bus proxy freezes on ERDN and resumes on ERSN: without the daemons' BuS
+        # (pivot holds, local repair, notices) it would only ever probe like elfn
+        extra = {stack: {"bus": True}}
+    for section in ("atra", "aodv", "dsr", "smr"):
+        if getattr(scenario, section, None):
+            extra = _merge(extra, {section: getattr(scenario, section)})
+    return extra
+
+
 def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     """Extra processes for ``node`` (``n1``..) given the scenario's ``stack`` and ``proxy``."""
     stack = getattr(scenario, "stack", "none")
     proxy = getattr(scenario, "proxy", "none")
     specs: list[ProcessSpec] = []
     if stack in ("aodv", "dsr", "smr"):
-        extra = extra_from_env()
-        if proxy == "bus":
-            # a bus proxy freezes on ERDN and resumes on ERSN: without the daemons' BuS
-            # (pivot holds, local repair, notices) it would only ever probe like elfn
-            extra = _merge(extra, {stack: {"bus": True}})
-        if getattr(scenario, "atra", None):
-            extra = _merge(extra, {"atra": scenario.atra})  # lab up --set atra.rfp=true
+        extra = _merge(extra_from_env(), scenario_daemon_extra(scenario))
         specs.append(daemon_spec(lab, node, stack, extra))
     elif stack != "none":
         raise UserError(f"stack {stack!r} is not built (use aodv, dsr, smr or none)")

@@ -226,3 +226,30 @@ def test_check_prints_the_running_section_in_full_and_others_as_written():
     assert eff["aodv"] == {}
     assert eff["smr"]["mode"] == "backup1" and "route_cache_timeout_s" in eff["smr"]
     yaml.safe_dump(eff)  # plain data
+
+
+# --- lab up --set reaches the daemons' protocol sections -----------------------------
+
+
+def _lab_daemon_config(overrides: dict[str, str]) -> dict:
+    from manetkit.lab import stacks
+    from manetkit.lab.scenario import SHIPPED_SCENARIOS, load_scenario
+
+    sc = load_scenario(SHIPPED_SCENARIOS / "ladder-6.yaml", overrides)
+    return stacks.daemon_config("ladder", "n1", sc.stack, stacks.scenario_daemon_extra(sc))
+
+
+def test_lab_set_reaches_the_protocol_sections():
+    cfg = _lab_daemon_config(
+        {"stack": "smr", "proxy": "bus", "smr.mode": "backup2", "smr.max_path_age_s": "5"}
+    )
+    eng = parse_config(cfg).engine_config()
+    assert (str(eng.mode), eng.max_path_age_s, eng.bus) == ("backup2", 5.0, True)
+    cfg = _lab_daemon_config({"stack": "aodv", "aodv.active_route_timeout_ms": "1500"})
+    assert parse_config(cfg).engine_config().active_route_timeout_ms == 1500
+
+
+def test_lab_set_with_a_bad_value_is_refused_by_field():
+    cfg = _lab_daemon_config({"stack": "smr", "smr.mode": "backup3"})
+    with pytest.raises(UserError, match=r"  smr\.mode: Input should be 'concurrent'"):
+        parse_config(cfg, "generated daemon config for n1")
