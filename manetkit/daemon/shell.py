@@ -70,15 +70,8 @@ def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
         return StaticEngine(cfg.address, cfg.static_routes, neighbours)
     mod = importlib.import_module(f"manetkit.daemon.engines.{cfg.protocol}")
     engine_cls = getattr(mod, f"{cfg.protocol.capitalize()}Engine")
-    engine = engine_cls(cfg.address, cfg.engine_config(), neighbours)
-    # send_buffer: reaches the engine through its config (DaemonConfig.engine_config);
-    # an engine whose config has no such fields still gets the daemon-wide limits.
-    buf = getattr(engine, "send_buffer", None)
-    cfg_fields = set(getattr(type(cfg.engine_config()), "model_fields", {}))
-    if buf is not None and "send_buffer_packets" not in cfg_fields and hasattr(buf, "max_packets"):
-        buf.max_packets = cfg.send_buffer.packets
-        buf.timeout = cfg.send_buffer.timeout_s
-    return engine
+    # send_buffer: and atra: reach the engine through its config (DaemonConfig.engine_config).
+    return engine_cls(cfg.address, cfg.engine_config(), neighbours)
 
 
 class Daemon:

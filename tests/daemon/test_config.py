@@ -253,3 +253,19 @@ def test_lab_set_with_a_bad_value_is_refused_by_field():
     cfg = _lab_daemon_config({"stack": "smr", "smr.mode": "backup3"})
     with pytest.raises(UserError, match=r"  smr\.mode: Input should be 'concurrent'"):
         parse_config(cfg, "generated daemon config for n1")
+
+
+@pytest.mark.parametrize("protocol", ["aodv", "dsr", "smr"])
+def test_the_running_engine_gets_the_daemon_wide_send_buffer(protocol):
+    from manetkit.daemon.neighbours import NeighbourTable
+    from manetkit.daemon.shell import make_engine
+
+    cfg = parse_config(
+        {
+            "address": "10.42.0.1",
+            "protocol": protocol,
+            "send_buffer": {"packets": 7, "timeout_s": 2},
+        }
+    )
+    buf = make_engine(cfg, NeighbourTable()).send_buffer
+    assert (buf.max_packets, buf.timeout) == (7, 2.0)
