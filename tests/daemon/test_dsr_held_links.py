@@ -9,20 +9,15 @@ from __future__ import annotations
 
 from manetkit.daemon.engines.base import LinkUp
 from manetkit.daemon.wire import manet_ext as mx
-from tests.daemon.dsrutil import A, chain_links, dsr_net, paths, uses_link
+from tests.daemon.dsrutil import A, paths, uses_link
 from tests.daemon.enginesim import mac_of
-from tests.helpers.busdsr import data, frames_with, seg, seqs
+from tests.helpers import busdsr
+from tests.helpers.busdsr import data, frames_with, seqs
 
 
 def setup(bus=True, **cfg):
-    sim = dsr_net(5, chain_links(5), bus=bus, **cfg)
-    sim.send(A(1), data(1000))
-    sim.run(duration=1.0)
-    sim.send(A(5), seg(A(5), A(1), 4242, 40000, 77, ack=1100, payload=b""))
-    sim.run(duration=0.5)
-    assert seqs(sim.delivered[A(5)]) == [1000]
-    sim.unlink(A(3), A(4))
-    return sim
+    """1-2-3-4-5 with the flow running, link 3-4 cut and no detour."""
+    return busdsr.setup(bus, detour=False, nodes=5, **cfg)
 
 
 def break_and_send(sim, duration=0.2):

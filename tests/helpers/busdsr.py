@@ -47,8 +47,10 @@ def frames_with(sim, sender, kind):
     ]
 
 
-def setup(bus=True, detour=True):
-    sim = dsr_net(6, chain_links(5), bus=bus)
+def setup(bus=True, detour=True, nodes=6, **cfg):
+    """The flow 1->5 running, then link 3-4 cut (with ``detour``: 3-6-5 appears).
+    ``cfg``: DSR settings of every node."""
+    sim = dsr_net(nodes, chain_links(5), bus=bus, **cfg)
     sim.send(A(1), data(1000))
     sim.run(duration=1.0)
     # The receiver's ACK goes back through the pivot: its Last_ACK becomes 1100.
