@@ -48,23 +48,13 @@ _ENGINE_BUFFER = SendBufferSettings.model_fields
 
 
 class SendBufferConfig(_Strict):
-    """RFC 4728 4.2 send buffer, daemon-wide; defaults and bounds are the engines'
-    (:class:`~manetkit.daemon.sendbuffer.SendBufferSettings`). A field set here reaches
-    the protocol section's ``send_buffer_packets``/``send_buffer_timeout_s`` unless that
-    section sets its own."""
+    """RFC 4728 4.2 send buffer, daemon-wide: the engines' fields (default, bounds,
+    description: :class:`~manetkit.daemon.sendbuffer.SendBufferSettings`) under short
+    names. A field set here reaches the running protocol section's
+    ``send_buffer_packets``/``send_buffer_timeout_s`` unless that section sets its own."""
 
-    packets: int = Field(
-        _ENGINE_BUFFER["send_buffer_packets"].default,
-        ge=1,
-        le=100_000,
-        description="packets waiting for routes, all destinations",
-    )
-    timeout_s: float = Field(
-        _ENGINE_BUFFER["send_buffer_timeout_s"].default,
-        gt=0,
-        le=3600,
-        description="how long a packet may wait",
-    )
+    packets: int = _ENGINE_BUFFER["send_buffer_packets"]
+    timeout_s: float = _ENGINE_BUFFER["send_buffer_timeout_s"]
 
 
 class HysteresisConfig(_Strict):
