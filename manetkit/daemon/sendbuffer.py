@@ -31,7 +31,8 @@ class SendBufferSettings(BaseModel):
 
 
 class SendBuffer:
-    def __init__(self, max_packets: int = 64, timeout: float = 30.0) -> None:
+    def __init__(self, max_packets: int, timeout: float) -> None:
+        """Limits from the engine config (:class:`SendBufferSettings`, the one default)."""
         self.max_packets = max_packets
         self.timeout = timeout
         self._queues: OrderedDict[IPv4Address, deque[tuple[float, bytes]]] = OrderedDict()
