@@ -27,7 +27,10 @@ def effective_config(args: argparse.Namespace) -> DaemonConfig:
     if args.lab:
         from manetkit.daemon.config import parse_config
 
-        data = cfg.model_dump(mode="json")
+        # Only what the file set: a full dump would mark every section's defaults as
+        # set, and the dsr/smr/aodv sections' default atra: would shadow the top-level
+        # atra: in DaemonConfig.engine_config (the lab's --set atra.rfp was lost so).
+        data = cfg.model_dump(mode="json", exclude_unset=True)
         if data.get("lab"):
             data["lab"]["name"] = args.lab
         cfg = parse_config(data, f"{args.config} with --lab {args.lab}")

@@ -269,3 +269,26 @@ def test_the_running_engine_gets_the_daemon_wide_send_buffer(protocol):
     )
     buf = make_engine(cfg, NeighbourTable()).send_buffer
     assert (buf.max_packets, buf.timeout) == (7, 2.0)
+
+
+@pytest.mark.parametrize("protocol", ["aodv", "dsr", "smr"])
+def test_lab_override_keeps_top_level_atra_and_send_buffer(tmp_path, protocol):
+    """``--lab NAME`` (how the lab starts daemons) re-reads the config: the top-level
+    atra:/send_buffer: must still reach the running engine (a full re-dump once marked
+    the section's default atra: as set and it shadowed ``lab up --set atra.rfp=true``)."""
+    import argparse
+
+    from manetkit.daemon.cli import effective_config
+    from manetkit.daemon.neighbours import NeighbourTable
+    from manetkit.daemon.shell import make_engine
+
+    p = tmp_path / "c.yaml"
+    p.write_text(
+        f"address: 10.42.0.1\nprotocol: {protocol}\nlink_sensing: {{backend: lab}}\n"
+        "lab: {name: old, node: n1}\natra: {rfp: true}\nsend_buffer: {packets: 9}\n"
+    )
+    cfg = effective_config(argparse.Namespace(config=str(p), lab="new"))
+    assert cfg.lab is not None and cfg.lab.name == "new"
+    engine = make_engine(cfg, NeighbourTable())
+    assert engine.status()["atra"]["rfp"] is True
+    assert engine.send_buffer.max_packets == 9
