@@ -43,7 +43,9 @@ def test_proxy_config_checks(name):
 
 def test_check_refuses_a_broken_config(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text((CONFIGS / "laptop-dsr.yaml").read_text().replace("protocol: dsr", "protocol: olsr"))
+    bad.write_text(
+        (CONFIGS / "laptop-dsr.yaml").read_text().replace("protocol: dsr", "protocol: olsr")
+    )
     r = subprocess.run(
         [sys.executable, "-m", "manetkit.cli", "daemon", "--config", str(bad), "--check"],
         capture_output=True,

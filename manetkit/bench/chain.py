@@ -247,7 +247,7 @@ def print_table(result: dict) -> None:
     report.show(
         t,
         "paper: T_1 near 1.4 Mbit/s at 2 Mbit/s (1460-byte TCP), T_2/T_1 ~ 0.5, "
-        "T_3/T_1 ~ 0.33, plateau from 4 hops"
+        "T_3/T_1 ~ 0.33, plateau from 4 hops",
     )
 
 

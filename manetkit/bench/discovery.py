@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
             f"{res['protocol']}: discovery latency "
             f"{'-' if lat is None else f'{lat:.2f}'} ms per hop; daemon overhead "
             f"{'-' if ovh is None else f'{ovh:.2f}'} ms per hop "
-            f"(goal < {GOAL_MS_PER_HOP} ms): {'met' if met else 'NOT met'}"
+            f"(goal < {GOAL_MS_PER_HOP} ms): {'met' if met else 'NOT met'}",
         )
         res["goal_met"] = met
     doc = {

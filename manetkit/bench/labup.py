@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     worst = max(result["up_s"])
     verdict = "meets" if worst < GOAL_UP_S else "MISSES"
     report.show(
-        t, f"{result['nodes']} nodes: worst lab up {worst:.1f} s, {verdict} the {GOAL_UP_S:g} s goal"
+        t,
+        f"{result['nodes']} nodes: worst lab up {worst:.1f} s, {verdict} the {GOAL_UP_S:g} s goal",
     )
     report.write(args.out, "labup", result)
     return 0 if worst < GOAL_UP_S and not any(result["leftovers"]) else 1

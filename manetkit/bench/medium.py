@@ -316,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
         f"medium capacity, one contention area (airtime x{CAPACITY_SCALE:g}): "
         f"{capacity['frames_per_s']:.0f} frames/s at {capacity['medium_cpu_pct']:.0f}% of a core "
         f"(benchmark clients {capacity['bench_cpu_pct']:.0f}%); goal {GOAL_FPS_PER_AREA} frames/s: "
-        f"{'met' if summary['capacity_meets_goal'] else 'NOT met'}"
+        f"{'met' if summary['capacity_meets_goal'] else 'NOT met'}",
     )
     report.write(args.out, "medium", {"runs": results, "summary": summary})
     return 0 if best is not None else 1

@@ -394,7 +394,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     from manetkit.lab import compose
 
     compose.add_arguments(
-        sub.add_parser("compose", help="write a docker-compose file for a scenario (docs/docker.md)")
+        sub.add_parser(
+            "compose", help="write a docker-compose file for a scenario (docs/docker.md)"
+        )
     )
 
     from manetkit.lab import demo

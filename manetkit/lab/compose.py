@@ -56,8 +56,8 @@ exec manetkit lab medium /etc/manetkit/scenario.yaml --lab "$$MK_LAB" --udp ":$$
 _DAEMON_HEALTH = (
     "python3 -c 'import sys; from manetkit.jsonlines import request; "
     "from manetkit.lab.stacks import daemon_socket; "
-    "sys.exit(0 if request(daemon_socket(sys.argv[1], sys.argv[2]), {\"cmd\": \"ping\"}, "
-    "timeout=1).get(\"ok\") else 1)' \"$$MK_LAB\" \"$$MK_NODE\""
+    'sys.exit(0 if request(daemon_socket(sys.argv[1], sys.argv[2]), {"cmd": "ping"}, '
+    'timeout=1).get("ok") else 1)\' "$$MK_LAB" "$$MK_NODE"'
 )
 
 

@@ -311,9 +311,7 @@ def status(lab: str) -> dict:
     if state:
         for p in state.processes:
             known.add(p.pid)
-            procs.append(
-                {"name": p.name, "pid": p.pid, "alive": alive(p.pid), "netns": p.netns}
-            )
+            procs.append({"name": p.name, "pid": p.pid, "alive": alive(p.pid), "netns": p.netns})
     for pid in sorted(find_processes(lab) - known):
         procs.append({"name": "?", "pid": pid, "alive": True, "argv": netns.cmdline(pid)})
     out: dict = {

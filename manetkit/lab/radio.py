@@ -248,7 +248,9 @@ class Radio:
             self.counters["malformed"] += 1
             return
         if msg.mac != self.mac:
-            log.warning("medium gives MAC %s, radio0 has %s", format_mac(msg.mac), format_mac(self.mac))
+            log.warning(
+                "medium gives MAC %s, radio0 has %s", format_mac(msg.mac), format_mac(self.mac)
+            )
         self._medium_overhear = False  # every ATTACH resets it in the medium
         self._sync_overhear()
         if not self.attached:

@@ -352,7 +352,9 @@ class Relay:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        deadlines = [t for t in (self.session.get_timer(), self.policy.get_timer()) if t is not None]
+        deadlines = [
+            t for t in (self.session.get_timer(), self.policy.get_timer()) if t is not None
+        ]
         if deadlines:
             self.timer = self.loop.call_at(max(min(deadlines), self.loop.time()), self.on_timer)
 

@@ -216,7 +216,9 @@ def test_move_and_link_need_root_or_the_control_group():
             assert got[0]["ok"] is True and got[0]["positions"]["n3"] == [10.0, 0.0]
             for reply, cmd in ((got[1], "move"), (got[2], "link")):
                 assert reply["ok"] is False
-                assert f"cmd '{cmd}' changes state" in reply["error"] and "uid 4242" in reply["error"]
+                assert (
+                    f"cmd '{cmd}' changes state" in reply["error"] and "uid 4242" in reply["error"]
+                )
             assert control(ctl, positions)["positions"]["n3"] == [10.0, 0.0]
         finally:
             procs.stop(proc)

@@ -61,9 +61,7 @@ class Pair:
         self.i = Side(salt=1)
         self.a = Side(salt=2)
         self.tokens = tokens(seed)
-        self.i.session = Session.initiate(
-            self.now, DST, "elfn", self.cfg, token_bytes=self.tokens
-        )
+        self.i.session = Session.initiate(self.now, DST, "elfn", self.cfg, token_bytes=self.tokens)
         self.i2a = bytearray()
         self.a2i = bytearray()
         self.a_attached = False

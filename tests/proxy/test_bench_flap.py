@@ -41,7 +41,9 @@ def test_breaks_give_one_window_per_length_with_the_default_up_time() -> None:
     got = schedules(p.parse_args(["--breaks", "3,10,30", "--count", "2"]))
     # 12 s up between breaks (15 - 3), two breaks, the window ends 12 s after the last
     assert [(s.down, s.period, s.duration) for s in got] == [
-        (3.0, 15.0, 35.0), (10.0, 22.0, 49.0), (30.0, 42.0, 89.0)
+        (3.0, 15.0, 35.0),
+        (10.0, 22.0, 49.0),
+        (30.0, 42.0, 89.0),
     ]
     for bad in (["--breaks", "3,x"], ["--breaks", "0"], ["--breaks", "3", "--count", "0"]):
         with pytest.raises(UserError, match="--breaks|--count"):

@@ -82,7 +82,9 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
         c.down()
 
 
-def test_forged_hellos_are_refused_and_the_real_transfer_passes(chain: Chain, tmp_path: Path) -> None:
+def test_forged_hellos_are_refused_and_the_real_transfer_passes(
+    chain: Chain, tmp_path: Path
+) -> None:
     c = chain
     size = 6 * 1024 * 1024
     out = tmp_path / "out"

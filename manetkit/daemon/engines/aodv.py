@@ -284,7 +284,9 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
         if len(packet) < 20 or packet[0] >> 4 != 4:
             self._malformed(packet, "not an IPv4 packet")
             return
-        if packet[ipv4.PROTOCOL] == ipv4.PROTO_UDP and aodv.is_control(packet):  # UDP first: data is mostly TCP
+        if packet[ipv4.PROTOCOL] == ipv4.PROTO_UDP and aodv.is_control(
+            packet
+        ):  # UDP first: data is mostly TCP
             dst = packet[ipv4.DST]
             if dst == self._me_b or dst == _BCAST_B:
                 self._receive_control(now, packet, src_mac, rssi_dbm)
@@ -926,7 +928,12 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
                 self._start_repair(now, r, packet)
                 if bus and flow is not None:
                     self._bus_pivot(now, flow, r)
-                fields = {"dst": str(r.dst), "next_hop": str(nb), "reason": reason, "repairing": True}
+                fields = {
+                    "dst": str(r.dst),
+                    "next_hop": str(nb),
+                    "reason": reason,
+                    "repairing": True,
+                }
                 self._emit(Notify(ev.RouteDown(**(fields | extra))))
                 continue
             if mine and flow is not None:

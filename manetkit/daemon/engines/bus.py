@@ -217,9 +217,7 @@ class BusState:
         """The flows this node holds as the pivot of a break towards ``dst`` (packed)."""
         return [k for k, h in self.holds.items() if h.pivot and k[1] == dst]
 
-    def on_notice(
-        self, now: float, n: mx.Notice, me: IPv4Address, holding: bool
-    ) -> NoticeOutcome:
+    def on_notice(self, now: float, n: mx.Notice, me: IPv4Address, holding: bool) -> NoticeOutcome:
         """The first copy of an ERDN/ERSN at this node (Kim, Toh & Choi IV-B/C).
 
         At the flow's source the notice becomes an event and goes no further. A node on

@@ -39,7 +39,9 @@ class StationInfo:
             signal_dbm=None if signal is None else float(signal),
             signal_avg_dbm=None if signal_avg is None else float(signal_avg),
             inactive_ms=None if inactive is None else int(inactive),
-            **{k: int(get(k) or 0) for k in ("rx_packets", "tx_packets", "tx_retries", "tx_failed")},
+            **{
+                k: int(get(k) or 0) for k in ("rx_packets", "tx_packets", "tx_retries", "tx_failed")
+            },
         )
 
 
