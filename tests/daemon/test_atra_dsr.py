@@ -26,7 +26,7 @@ WALK_START = 2.0  # n2 starts walking north at t = 2 s
 T_BREAK = WALK_START + math.sqrt(EDGE**2 - 200.0**2) / SPEED  # 17 s
 
 
-def _walkaway(atra: dict | None):
+def _walkaway(atra: dict | None, n3_at: float = 1.0):
     cfg = {"atra": AtraConfig(**atra)} if atra else {}
     sim = dsr_net(4, [(1, 2), (2, 4)], **cfg)  # n3 arrives at t = 1 s
     broken = False
@@ -40,6 +40,7 @@ def _walkaway(atra: dict | None):
             broken = True
         if t == 1.0:
             assert sim.engines[A(1)].cache.lookup(t, A(4)) == (A(1), A(2), A(4))
+        if t == n3_at:
             sim.link(A(1), A(3))
             sim.link(A(3), A(4))
         if not broken:
@@ -47,7 +48,7 @@ def _walkaway(atra: dict | None):
             d = math.hypot(200.0, y)
             for a, b in ((1, 2), (2, 1), (2, 4), (4, 2)):
                 sim.link_event(A(a), SignalSample(A(b), MODEL.rx_power_dbm(d), t))
-            for a, b in ((1, 3), (3, 1), (3, 4), (4, 3)) if t >= 1.0 else ():
+            for a, b in ((1, 3), (3, 1), (3, 4), (4, 3)) if t >= n3_at else ():
                 sim.link_event(A(a), SignalSample(A(b), MODEL.rx_power_dbm(209.0), t))
         for k in range(4):  # 20 packets/s
             sim.run(until=t + k * 0.05)
@@ -81,6 +82,30 @@ def test_rfp_switches_to_the_staying_relay_before_the_break() -> None:
     assert st["predictions"] >= 1 and st["predicted_switches"] == 1
     # the predicted links were scored: a hit at the nodes that predicted them
     assert sum(sim.engines[A(i)].status()["atra"]["hits"] for i in (1, 2, 4)) >= 1
+
+
+def test_rfp_keeps_asking_until_a_way_around_appears() -> None:
+    """n3 arrives only after the prediction: the first request finds nothing new, so
+    the source asks again (request back-off) and switches once n3 is there, still
+    before the break; the current route carries the data meanwhile."""
+    n3_at = round(T_BREAK - 1.2, 1)  # the prediction comes ~1.5-2.5 s before the break
+    sim, sent = _walkaway({"rfp": True}, n3_at=n3_at)
+    switches = [n for n in sim.notified[A(1)] if n.name == "path-switch"]
+    assert switches and switches[0].fields["reason"] == "predicted-failure"
+    to_n3 = [f.time for f in sim.frames_from(A(1)) if f.next_hop == A(3) and _is_data(f.packet)]
+    assert to_n3 and n3_at <= min(to_n3) < T_BREAK
+    # n1 had its route since t = 0: every request during the walk is RFP's
+    asked = [
+        f.time
+        for f in sim.frames_from(A(1))
+        if f.next_hop is None
+        and first(f.packet, dsr.RouteRequest) is not None
+        and WALK_START < f.time < T_BREAK
+    ]
+    assert len(asked) >= 2, f"one request, no retry: {asked}"
+    got = {struct.unpack("!I", p[28:32])[0] for p in sim.delivered[A(4)]}
+    assert got == set(range(sent))
+    assert not [e for e in sim.events(A(1), "route-down") if e["dst"] == "10.42.0.4"]
 
 
 def test_without_atra_the_source_learns_of_the_break_only_when_it_happens() -> None:

@@ -65,3 +65,35 @@ def test_srp_unpins_routes_through_a_broken_hop() -> None:
     srp.data_arrived(0.0, tcp(A, D, 5000, 80, ACK, b"x"), (A, B, D))
     srp.unpin_via(B)
     assert srp.route_for(0.1, tcp(D, A, 80, 5000, ACK)) is None
+
+
+def test_only_breaks_of_links_in_use_count_as_not_predicted() -> None:
+    """AtraState scores an unpredicted break only if some source used the link in the
+    last T (the PRE table): a neighbour merely heard is not an active route's link."""
+    from manetkit.daemon.engines.atra import AtraConfig
+    from manetkit.daemon.engines.atra.state import AtraState
+
+    me, used, idle = IPv4Address("10.42.0.1"), IPv4Address("10.42.0.2"), IPv4Address("10.42.0.3")
+    st = AtraState(AtraConfig(rfp=True), me)
+    for i in range(5):
+        st.signal(i * 0.2, used, -60.0)
+        st.signal(i * 0.2, idle, -60.0)
+    st.pre.used(0.9, used, me)
+    st.link_failed(1.0, used)
+    st.link_failed(1.0, idle)
+    assert st.status(1.0)["breaks_not_predicted"] == 1
+
+
+def test_waiting_for_a_way_around_ends_at_the_horizon_or_the_break() -> None:
+    from manetkit.daemon.engines.atra import AtraConfig
+    from manetkit.daemon.engines.atra.state import AtraState
+
+    me, nh, dst = (IPv4Address(f"10.42.0.{i}") for i in (1, 2, 4))
+    st = AtraState(AtraConfig(rfp=True, lookahead_s=2.0), me)
+    st.wait_for_route(10.0, dst, (me, nh, dst), (me, nh))
+    assert st.still_waiting(13.9, dst)
+    assert not st.still_waiting(14.1, dst)  # 2x the look-ahead: give up quietly
+    assert dst not in st.waiting and st.status(14.1)["rediscoveries_expired"] == 1
+    st.wait_for_route(20.0, dst, (me, nh, dst), (me, nh))
+    st.link_failed(21.0, nh)  # the link broke first: normal recovery takes over
+    assert not st.still_waiting(21.0, dst)

@@ -117,6 +117,11 @@ def test_hits_false_alarms_and_missed_breaks_are_counted() -> None:
         rfp.sample(199.0 + i * POLL, third, MODEL.rx_power_dbm(200.0))
     assert rfp.link_failed(200.0, third) == "missed"
     assert rfp.link_failed(200.5, third) == "repeat"  # TxFailed, then LinkDown
+    # a heard neighbour no route used: its break is not RFP's to predict (not counted)
+    fourth = IPv4Address("10.42.0.5")
+    for i in range(5):
+        rfp.sample(300.0 + i * POLL, fourth, MODEL.rx_power_dbm(200.0))
+    assert rfp.link_failed(301.0, fourth, in_use=False) == "idle"
     assert rfp.counters() == {
         "predictions": 2,
         "hits": 1,

@@ -924,6 +924,14 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if d.attempts > cfg.max_request_rexmt:
             # Gave up (8.2.1): what waits for this target cannot be delivered.
             del self._discoveries[d.target]
+            if (
+                self._atra_on
+                and self._atra.still_waiting(now, d.target)
+                and not self.send_buffer.waiting(d.target)
+            ):
+                # Only RFP was asking: the current route still works; no route-down.
+                self._atra.done_waiting(d.target)
+                return
             self.counters["discoveries-failed"] += 1
             self.send_buffer.discard(d.target, "no-route")
             self._drain_buffer_drops()
@@ -1150,8 +1158,12 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
 
     # ------------------------------------------------------------------ TCP-BuS
     def _wanted(self, target: IPv4Address) -> bool:
-        """Something waits for a route to ``target``: our send buffer or a pivot hold."""
+        """Something waits for a route to ``target``: our send buffer, a pivot hold, or
+        Atra's RFP looking for a way around a predicted link (it keeps asking, with the
+        request back-off, until the prediction's horizon: Anantharaman et al. IV-A)."""
         if self.send_buffer.waiting(target):
+            return True
+        if self._atra_on and self._atra.still_waiting(self._now, target):
             return True
         t = target.packed
         return any(h.pivot and k[1] == t for k, h in self._bus.holds.items())

@@ -86,7 +86,7 @@ class AodvAtraHooks(_Base):
         if r is None:
             return
         self._atra.avoid_link(now, self.address, via)
-        self._atra.waiting[dst] = ((self.address, r.next_hop, dst), (self.address, via))
+        self._atra.wait_for_route(now, dst, (self.address, r.next_hop, dst), (self.address, via))
         self.seq = aodv_seq_next(self.seq)
         self._rreq_id = (self._rreq_id + 1) & 0xFFFFFFFF
         self._seen[(self.address, self._rreq_id)] = now + self._pdt
@@ -110,13 +110,15 @@ class AodvAtraHooks(_Base):
     def _atra_rrep(self, now: float) -> None:
         """After a RREP: a source waiting for a route around a predicted link got one?"""
         for dst, (old, _link) in list(self._atra.waiting.items()):
+            if not self._atra.still_waiting(now, dst):
+                continue
             r = self._routes.get(dst.packed)
             if r is None or r.state.name != "VALID":
-                del self._atra.waiting[dst]
+                self._atra.done_waiting(dst)
                 continue
             if r.next_hop == old[1]:
                 continue
-            del self._atra.waiting[dst]
+            self._atra.done_waiting(dst)
             self._atra.counters["predicted-switches"] += 1
             self._emit(
                 Notify(

@@ -80,7 +80,7 @@ class DsrAtraHooks(_Base):
             return
         self._atra.avoid_link(now, a, b)
         for d, route in uses:
-            self._atra.waiting[d] = (route, (a, b))
+            self._atra.wait_for_route(now, d, route, (a, b))
             if self.cache.lookup(now, d, avoid=(a, b)) is not None:
                 self._atra_switch(now, d)
             else:
@@ -101,10 +101,12 @@ class DsrAtraHooks(_Base):
         """A route to ``dst`` avoiding the predicted link is cached: cut that link from
         the cache (held, so packets still in flight on it do not teach it again) and use
         the new route."""
+        if not self._atra.still_waiting(now, dst):
+            return False
         old, link = self._atra.waiting[dst]
         if self.cache.lookup(now, dst, avoid=link) is None:
             return False
-        del self._atra.waiting[dst]
+        self._atra.done_waiting(dst)
         self._hold_link(now, link[0], link[1], local=False)
         self._purge_link(now, link[0], link[1], "predicted-failure")
         self._out.clear()

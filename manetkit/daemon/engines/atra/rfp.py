@@ -207,9 +207,12 @@ class RfpPredictor:
         t_stat = speed / se if se > 0 else math.inf
         return speed, a + speed * now, t_stat / t_scale(len(pts) - 2)
 
-    def link_failed(self, now: float, neighbour: IPv4Address) -> str:
+    def link_failed(self, now: float, neighbour: IPv4Address, in_use: bool = True) -> str:
         """The link really broke (TxFailed / LinkDown): ``hit`` or ``missed``; ``repeat``
-        (not counted) for a link never heard or one that broke again just before.
+        (not counted) for a link never heard or one that broke again just before;
+        ``idle`` (not counted) for an unpredicted break of a link no route used
+        (``in_use`` False): RFP only has to see the breaks of active routes coming
+        (section IV-A), so only those are breaks not predicted.
 
         The break is dated when the neighbour was last heard (plus 0.2 x look-ahead), as
         the hysteresis of link sensing reports a silent neighbour seconds later. A node
@@ -228,6 +231,9 @@ class RfpPredictor:
         op = self._open.pop(neighbour, None)
         if op is None and (not tracked or (last is not None and now - last < self._repeat_s)):
             return "repeat"  # the same break reported again (TxFailed, then LinkDown)
+        if op is None and not in_use:
+            self._failed[neighbour] = now
+            return "idle"
         self._failed[neighbour] = now
         if op is not None and now <= op.until:
             self.hits += 1

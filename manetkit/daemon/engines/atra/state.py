@@ -37,8 +37,10 @@ class AtraState:
         # Destinations this node sent to recently -> time.
         self.active: dict[IPv4Address, float] = {}
         # At a source: destinations waiting for a route that avoids a predicted link,
-        # with the route they use meanwhile and that link.
+        # with the route they use meanwhile and that link; each until its deadline
+        # (waiting_until: the prediction's horizon, 2x the look-ahead).
         self.waiting: dict[IPv4Address, tuple[tuple[IPv4Address, ...], Link]] = {}
+        self.waiting_until: dict[IPv4Address, float] = {}
         self.counters: Counter[str] = Counter()
 
     # -- RFP
@@ -63,6 +65,29 @@ class AtraState:
             del self.avoid[k]
         return [link for link, _ in self.avoid.values()]
 
+    def wait_for_route(
+        self, now: float, dst: IPv4Address, route: tuple[IPv4Address, ...], link: Link
+    ) -> None:
+        """``dst``'s route crosses a predicted link: look for another until the
+        prediction's horizon (2x the look-ahead); the current route stays in use."""
+        self.waiting[dst] = (route, link)
+        self.waiting_until[dst] = now + 2 * self.cfg.lookahead_s
+
+    def still_waiting(self, now: float, dst: IPv4Address) -> bool:
+        """True while ``dst`` waits for a route around a predicted link (expires it)."""
+        until = self.waiting_until.get(dst)
+        if until is None:
+            return False
+        if until < now:
+            self.done_waiting(dst)
+            self.counters["rediscoveries-expired"] += 1
+            return False
+        return True
+
+    def done_waiting(self, dst: IPv4Address) -> None:
+        self.waiting.pop(dst, None)
+        self.waiting_until.pop(dst, None)
+
     def sent_to(self, now: float, dst: IPv4Address) -> None:
         self.active[dst] = now
         if len(self.active) > 256:
@@ -77,14 +102,15 @@ class AtraState:
     # -- breaks (PRE and RFP bookkeeping)
     def link_failed(self, now: float, neighbour: IPv4Address) -> list[IPv4Address]:
         """A real break: score the prediction; the sources PRE must tell (may be [])."""
+        sources = self.pre.link_failed(now, neighbour)
         if self.cfg.rfp:
-            self.rfp.link_failed(now, neighbour)
+            self.rfp.link_failed(now, neighbour, in_use=bool(sources))
         self.srp.unpin_via(neighbour)
         self.avoid.pop(frozenset((self.address, neighbour)), None)
-        if not self.cfg.pre:
-            self.pre.link_failed(now, neighbour)
-            return []
-        return self.pre.link_failed(now, neighbour)
+        # Waiting for a way around this link is over: it broke (normal recovery now).
+        for dst in [d for d, (_, link) in self.waiting.items() if neighbour in link]:
+            self.done_waiting(dst)
+        return sources if self.cfg.pre else []
 
     def handle_timer(self, now: float) -> None:
         self.rfp.handle_timer(now)
@@ -103,6 +129,7 @@ class AtraState:
             "rreq_suppressed": self.counters["rreq-suppressed"],
             "predicted_switches": self.counters["predicted-switches"],
             "rediscoveries": self.counters["rediscoveries"],
+            "rediscoveries_expired": self.counters["rediscoveries-expired"],
             "pinned_flows": self.srp.pinned_flows(now),
             "pinned_acks": self.srp.pinned_acks,
             "open_predictions": [str(p.neighbour) for p in self.rfp.open_predictions()],
