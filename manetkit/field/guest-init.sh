@@ -20,15 +20,17 @@ mount -t proc proc $H/proc
 mount -t sysfs sysfs $H/sys
 mount -t debugfs debugfs $H/sys/kernel/debug
 mount -t devtmpfs devtmpfs $H/dev
-# A checkout under /tmp, /run or /var/tmp (a CI clone, say) would vanish under the
-# tmpfs below: the host names it as mk_keep=PATH on the kernel command line and it is
-# bind-mounted back on top.
-KEEP=$(sed -n 's/.*mk_keep=\([^ ]*\).*/\1/p' /proc/cmdline)
-if [ -n "$KEEP" ]; then mkdir -p /keep && mount -o bind "$H$KEEP" /keep; fi
+# A checkout or a virtualenv under /tmp, /run or /var/tmp (a CI clone, say) would vanish
+# under the tmpfs below: the host names them as mk_keep=PATH[,PATH...] on the kernel
+# command line and each is bind-mounted back on top.
+KEEP=$(sed -n 's/.*mk_keep=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
+i=0
+for k in $KEEP; do i=$((i+1)); mkdir -p /keep/$i && mount -o bind "$H$k" /keep/$i; done
 mount -t tmpfs tmpfs $H/run
 mount -t tmpfs tmpfs $H/tmp
 mount -t tmpfs tmpfs $H/var/tmp
-if [ -n "$KEEP" ]; then mkdir -p "$H$KEEP" && mount -o bind /keep "$H$KEEP"; fi
+i=0
+for k in $KEEP; do i=$((i+1)); mkdir -p "$H$k" && mount -o bind /keep/$i "$H$k"; done
 mkdir -p $H/tmp/results
 mount -o bind /results $H/tmp/results
 cat /proc/mounts; ls -la $H/proc/self/ns | head -5

@@ -202,6 +202,26 @@ def python_path() -> list[str]:
     return [str(REPO_ROOT), *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})]
 
 
+def kept_paths(paths: list[Path]) -> list[Path]:
+    """Of ``paths`` (the checkout, the interpreter, its site-packages), those the guest's
+    tmpfs would hide (under /tmp, /run or /var/tmp: a CI clone, a virtualenv), outermost
+    only: the guest bind-mounts each back over its tmpfs (guest-init.sh, mk_keep=)."""
+    hidden = sorted({p for p in paths if any(p.is_relative_to(d) for d in GUEST_TMPFS)})
+    out: list[Path] = []
+    for p in hidden:
+        if not any(p.is_relative_to(k) for k in out):
+            out.append(p)
+    return out
+
+
+def keep_cmdline(paths: list[Path]) -> str:
+    """The kernel command line item naming the paths to keep (comma-separated)."""
+    for p in paths:
+        if "," in str(p) or " " in str(p):
+            raise UserError(f"cannot pass {p} to the guest: its path has a comma or a space")
+    return f"mk_keep={','.join(str(p) for p in paths)}" if paths else ""
+
+
 def guest_launcher(plan: dict) -> str:
     """The script the guest runs inside its chroot of the host's root."""
     return "\n".join(
@@ -313,8 +333,10 @@ def run_rig(
         }
         (results / "plan.json").write_text(json.dumps(plan))
         (results / "run.sh").write_text(guest_launcher(plan))
-        hidden = any(REPO_ROOT.is_relative_to(d) for d in GUEST_TMPFS)
-        argv = qemu_command(kernel, initramfs, results, f"mk_keep={REPO_ROOT}" if hidden else "")
+        # The interpreter may live in a virtualenv under /tmp too ("python3: not found").
+        interpreter = [Path(sys.prefix), Path(sys.executable).resolve().parent]
+        keep = kept_paths([REPO_ROOT, *interpreter, *map(Path, python_path())])
+        argv = qemu_command(kernel, initramfs, results, keep_cmdline(keep))
         console = run_qemu(argv, timeout)
         (results / "console.log").write_text(console)
         report_file = results / "result.json"
