@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,19 +155,6 @@ def atra_counters(lab: str) -> dict[str, int]:
     return total
 
 
-@contextlib.contextmanager
-def _locked(path: str | None) -> Iterator[None]:
-    if not path:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _daemon_extra(work: Path, atra: bool) -> contextlib.AbstractContextManager[None]:
     path = work / f"daemon-atra-{atra}.yaml"
     return labrun.env_config(stacks.EXTRA_ENV, path, {"atra": ATRA_ON} if atra else {})
@@ -272,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
     for speed in speeds:
         for seed in seeds:
             for v in variants:
-                with _locked(args.lock):
+                with labrun.locked(args.lock):
                     r = run_one(v, speed, seed, args, work)
                 runs.append(r)
                 print(json.dumps(r), flush=True)

@@ -1,5 +1,7 @@
 """What every lab benchmark does around its runs: a config file merged into every node's
-daemon or proxy while the lab comes up, and Python started inside a node's namespace.
+daemon or proxy while the lab comes up, Python started inside a node's namespace, and an
+optional flock around each run (``--lock``: one lab at a time on a shared machine without
+holding the lock for a whole matrix).
 
 ``manetkit.lab.stacks`` reads the two environment variables (``EXTRA_ENV``,
 ``PROXY_EXTRA_ENV``) when ``lab up`` writes each node's configs.
@@ -8,6 +10,7 @@ daemon or proxy while the lab comes up, and Python started inside a node's names
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -33,6 +36,20 @@ def env_config(var: str, path: Path, doc: dict[str, Any]) -> Iterator[None]:
             os.environ.pop(var, None)
         else:
             os.environ[var] = old
+
+
+@contextlib.contextmanager
+def locked(path: str | None) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (created if missing) for the block; None: no lock."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def ns_python(

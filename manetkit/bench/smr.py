@@ -270,7 +270,8 @@ def run(args: argparse.Namespace) -> int:
     for traffic in traffics:
         for seed in seeds:
             for v in variants:
-                r = run_one(v, traffic, seed, args, work)
+                with labrun.locked(args.lock):
+                    r = run_one(v, traffic, seed, args, work)
                 runs.append(r)
                 print(json.dumps(r), flush=True)
     table = Table(title=f"TCP over DSR and SMR, rwp-50, 0-{args.speed:g} m/s, fixed-RTO")
@@ -324,6 +325,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=30.0, help="max speed, m/s (30)")
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
+    parser.add_argument("--lock", default=None, help="flock this file around each run")
     parser.set_defaults(func=run)
 
 
