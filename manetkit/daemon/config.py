@@ -54,6 +54,7 @@ class SendBufferConfig(_Strict):
     ``send_buffer_packets``/``send_buffer_timeout_s`` unless that section sets its own."""
 
     packets: int = _ENGINE_BUFFER["send_buffer_packets"]
+    per_destination: int = _ENGINE_BUFFER["send_buffer_per_destination"]
     timeout_s: float = _ENGINE_BUFFER["send_buffer_timeout_s"]
 
 
@@ -106,7 +107,11 @@ class LinkSensingConfig(_Strict):
 
 EngineConfig = AodvConfig | DsrConfig | SmrConfig
 # The send_buffer: fields and the protocol sections' names for them.
-_BUFFER_FIELDS = (("packets", "send_buffer_packets"), ("timeout_s", "send_buffer_timeout_s"))
+_BUFFER_FIELDS = (
+    ("packets", "send_buffer_packets"),
+    ("per_destination", "send_buffer_per_destination"),
+    ("timeout_s", "send_buffer_timeout_s"),
+)
 
 
 class DaemonConfig(_Strict):
@@ -116,6 +121,12 @@ class DaemonConfig(_Strict):
     radio_interface: str = Field("wlan0", min_length=1, max_length=15)
     ethertype: int = Field(0x88B5, ge=0x0600, le=0xFFFF, description="manetkit frames' ethertype")
     tun_name: str = Field("mesh0", min_length=1, max_length=15)
+    max_neighbours: int = Field(
+        1024,
+        ge=1,
+        le=1_000_000,
+        description="neighbour table bound; the least recently heard is evicted (security.md)",
+    )
     link_sensing: LinkSensingConfig = LinkSensingConfig()
     lab: LabConfig | None = None
     send_buffer: SendBufferConfig = SendBufferConfig()

@@ -2,6 +2,12 @@
 
 Filled by the engines (which know, from the protocol, which address sent a frame) and
 by link sensing; read by the shell to address frames. Pure data, no I/O.
+
+Bounded (issue 12, docs/security.md "Bounded state"): at most ``capacity`` entries
+(``max_neighbours`` in the daemon config). A new address beyond that evicts the entry
+heard least recently (counted in ``evicted``), so frames with forged source addresses
+cannot grow the table; every real neighbour is heard again within a hello interval.
+Configured (``static_neighbours``, :meth:`NeighbourTable.pin`) entries are never evicted.
 """
 
 from __future__ import annotations
@@ -19,10 +25,18 @@ class Neighbour:
     up: bool = True
 
 
+DEFAULT_CAPACITY = 1024
+
+
 class NeighbourTable:
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError(f"neighbour table capacity {capacity} must be >= 1")
+        self.capacity = capacity
+        self.evicted = 0  # entries pushed out by a new address at capacity
         self._by_addr: dict[IPv4Address, Neighbour] = {}
         self._by_mac: dict[bytes, Neighbour] = {}
+        self._pinned: set[IPv4Address] = set()
         # Bumped whenever an address <-> MAC mapping changes, so the shell's hot-path
         # cache (keyed by int address, far cheaper to hash than IPv4Address) can tell.
         self.version = 0
@@ -35,6 +49,8 @@ class NeighbourTable:
         if n is None or n.mac != mac:
             if n is not None:
                 self._by_mac.pop(n.mac, None)
+            elif len(self._by_addr) >= self.capacity:
+                self._evict()
             n = Neighbour(address, mac, now, signal_dbm)
             self._by_addr[address] = n
             self._by_mac[mac] = n
@@ -44,6 +60,23 @@ class NeighbourTable:
             if signal_dbm is not None:
                 n.signal_dbm = signal_dbm
         return n
+
+    def pin(self, address: IPv4Address, mac: bytes) -> Neighbour:
+        """A configured neighbour (``static_neighbours``): learnt, never evicted."""
+        self._pinned.add(address)
+        return self.learn(0.0, address, mac)
+
+    def _evict(self) -> None:
+        """Drop the entry heard least recently (O(n), only when the table is full)."""
+        free = [n for n in self._by_addr.values() if n.address not in self._pinned]
+        if not free:
+            return  # only configured entries: the configuration bounds them
+        victim = min(free, key=lambda n: n.last_heard)
+        del self._by_addr[victim.address]
+        if self._by_mac.get(victim.mac) is victim:
+            del self._by_mac[victim.mac]
+        self.version += 1
+        self.evicted += 1
 
     def mac_of(self, address: IPv4Address) -> bytes | None:
         n = self._by_addr.get(address)

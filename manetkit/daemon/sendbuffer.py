@@ -2,7 +2,11 @@
 
 Per destination FIFO with a global size limit and a per-packet timeout (30 s default as
 in Holland & Vaidya and RFC 4728's SendBufferTimeout). Release is in arrival order.
-Drops are counted by reason: ``timeout``, ``full``, ``no-route`` (discovery gave up).
+Drops are counted by reason: ``timeout``, ``full`` (all destinations together hold
+``send_buffer_packets``), ``full-destination`` (this destination holds
+``send_buffer_per_destination``: one unreachable destination cannot take the whole
+buffer), ``no-route`` (discovery gave up). A full buffer refuses the arriving packet
+(drop-tail: the older packets of a TCP window are the ones its receiver needs first).
 Sans-I/O: the owner passes ``now`` and asks :meth:`next_expiry` for its timer.
 """
 
@@ -22,6 +26,12 @@ class SendBufferSettings(BaseModel):
     send_buffer_packets: int = Field(
         64, ge=1, le=100_000, description="packets waiting for routes, all destinations"
     )
+    send_buffer_per_destination: int = Field(
+        64,
+        ge=1,
+        le=100_000,
+        description="packets waiting for a route to one destination (the total bound applies too)",
+    )
     send_buffer_timeout_s: float = Field(
         30.0,
         gt=0,
@@ -31,9 +41,12 @@ class SendBufferSettings(BaseModel):
 
 
 class SendBuffer:
-    def __init__(self, max_packets: int, timeout: float) -> None:
+    def __init__(
+        self, max_packets: int, timeout: float, per_destination: int | None = None
+    ) -> None:
         """Limits from the engine config (:class:`SendBufferSettings`, the one default)."""
         self.max_packets = max_packets
+        self.per_destination = per_destination if per_destination is not None else max_packets
         self.timeout = timeout
         self._queues: OrderedDict[IPv4Address, deque[tuple[float, bytes]]] = OrderedDict()
         self._count = 0
@@ -50,12 +63,23 @@ class SendBuffer:
         q = self._queues.get(dst)
         return len(q) if q else 0
 
+    @classmethod
+    def from_settings(cls, s: SendBufferSettings) -> SendBuffer:
+        return cls(s.send_buffer_packets, s.send_buffer_timeout_s, s.send_buffer_per_destination)
+
     def add(self, now: float, dst: IPv4Address, packet: bytes) -> bool:
-        """Queue a packet; False (and a ``full`` drop) when the buffer is full."""
+        """Queue a packet; False (and a ``full``/``full-destination`` drop) when the
+        buffer, or this destination's share of it, is full."""
         if self._count >= self.max_packets:
             self._drop("full", dst, packet)
             return False
-        self._queues.setdefault(dst, deque()).append((now + self.timeout, packet))
+        q = self._queues.get(dst)
+        if q is None:
+            q = self._queues[dst] = deque()
+        elif len(q) >= self.per_destination:
+            self._drop("full-destination", dst, packet)
+            return False
+        q.append((now + self.timeout, packet))
         self._count += 1
         return True
 

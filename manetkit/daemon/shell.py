@@ -77,10 +77,10 @@ def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
 class Daemon:
     def __init__(self, cfg: DaemonConfig) -> None:
         self.cfg = cfg
-        self.neighbours = NeighbourTable()
+        self.neighbours = NeighbourTable(cfg.max_neighbours)
         self.engine = make_engine(cfg, self.neighbours)
         for addr, mac in cfg.static_neighbours.items():
-            self.neighbours.learn(0.0, addr, parse_mac(mac))
+            self.neighbours.pin(addr, parse_mac(mac))
         self.dp: DataPlane | None = None
         self.kernel: KernelGlue | None = None
         # Frames between other nodes: to the engine if it learns from them, else dropped.

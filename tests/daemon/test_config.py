@@ -100,7 +100,7 @@ def test_cli_check_prints_effective_config(tmp_path):
     assert eff["address"] == "10.42.0.3"
     assert eff["ethertype"] == "0x88B5"
     assert eff["static_routes"] == {"10.42.0.9": "10.42.0.4"}
-    assert eff["send_buffer"] == {"packets": 64, "timeout_s": 30.0}
+    assert eff["send_buffer"] == {"packets": 64, "per_destination": 64, "timeout_s": 30.0}
 
 
 def test_cli_bad_config_exit_2(tmp_path):

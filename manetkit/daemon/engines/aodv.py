@@ -98,7 +98,11 @@ _CONTROL_TTL = 64  # unicast control travels one hop but is an ordinary IP packe
 _K = 5  # RFC 3561 section 10: DELETE_PERIOD = K * max(ACTIVE_ROUTE_TIMEOUT, HELLO_INTERVAL)
 
 # SendBuffer's reasons -> the engine's Dropped reasons.
-_BUFFER_REASONS = {"timeout": "send-buffer-timeout", "full": "send-buffer-full"}
+_BUFFER_REASONS = {
+    "timeout": "send-buffer-timeout",
+    "full": "send-buffer-full",
+    "full-destination": "send-buffer-full-destination",
+}
 
 
 class AodvConfig(SendBufferSettings, BusSettings):
@@ -164,6 +168,18 @@ class AodvConfig(SendBufferSettings, BusSettings):
     )
     destination_only: bool = Field(
         False, description="set D in our RREQs: only the destination may reply"
+    )
+    route_table_size: int = Field(
+        1024,
+        ge=1,
+        le=1_000_000,
+        description="route table entries; an invalid, else the soonest-expiring, is evicted",
+    )
+    rreq_seen_size: int = Field(
+        4096,
+        ge=1,
+        le=1_000_000,
+        description="(originator, RREQ ID) pairs remembered for duplicate detection (6.5)",
     )
 
     @model_validator(mode="after")
@@ -237,8 +253,8 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
         self._me_b = address.packed
         self.seq = 1  # own sequence number (6.1); 0 would mean "unknown"
         self._rreq_id = 0
-        self._routes = RouteTable()
-        self.send_buffer = SendBuffer(c.send_buffer_packets, c.send_buffer_timeout_s)
+        self._routes = RouteTable(c.route_table_size)
+        self.send_buffer = SendBuffer.from_settings(c)
         self._discoveries: dict[IPv4Address, _Discovery] = {}
         self._seen: dict[tuple[IPv4Address, int], float] = {}  # (orig, RREQ ID) -> expiry
         self._blacklist: dict[IPv4Address, float] = {}
@@ -699,6 +715,8 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
         if seen is not None and seen > now:
             self.counters["rreq-duplicate"] += 1
             return  # 6.5: already processed within PATH_DISCOVERY_TIME
+        if len(self._seen) >= self.config.rreq_seen_size:
+            self._bound_seen(now)
         self._seen[key] = now + self._pdt
         hops = m.hop_count + 1
         if hops > 255:
@@ -836,6 +854,10 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
         iv = aodv.hello_interval_ms(m)
         window = self.config.allowed_hello_loss * ((iv / 1000) if iv else self._hello_iv)
         if self.config.hellos:
+            if sender not in self._hello_from and len(self._hello_from) >= self.neighbours.capacity:
+                # Bounded like the neighbour table: the one heard least recently goes.
+                del self._hello_from[min(self._hello_from, key=lambda n: self._hello_from[n][0])]
+                self.counters["hello-evicted"] += 1
             self._hello_from[sender] = (now, window)
             self._set_deadline(now + window)
         r, _ = self._update_route(now, sender, sender, 1, m.dest_seq, window)
@@ -1176,6 +1198,38 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
             t = min(t, b)
         return t
 
+    def _bound_seen(self, now: float) -> None:
+        """The duplicate table is full: forget expired pairs, else the oldest (the
+        dict is in insertion order, so expiry order: all share PATH_DISCOVERY_TIME)."""
+        self._seen = {k: v for k, v in self._seen.items() if v > now}
+        while len(self._seen) >= self.config.rreq_seen_size:
+            del self._seen[next(iter(self._seen))]
+            self.counters["rreq-seen-evicted"] += 1
+
+    def bounds(self) -> dict[str, dict[str, int]]:
+        """Every table: entries, bound and evictions (docs/security.md "Bounded state")."""
+        c, sb, rt = self.counters, self.send_buffer, self._routes
+        return {
+            "route_table": {"size": len(rt), "limit": rt.capacity, "evicted": rt.evicted},
+            "rreq_seen": {
+                "size": len(self._seen), "limit": self.config.rreq_seen_size,
+                "evicted": c["rreq-seen-evicted"],
+            },
+            "neighbours": {
+                "size": len(self.neighbours), "limit": self.neighbours.capacity,
+                "evicted": self.neighbours.evicted,
+            },
+            "hello_from": {
+                "size": len(self._hello_from), "limit": self.neighbours.capacity,
+                "evicted": c["hello-evicted"],
+            },
+            "send_buffer": {
+                "size": len(sb), "limit": sb.max_packets,
+                "evicted": sb.drops["full"] + sb.drops["full-destination"],
+            },
+            **self._bus.bounds(),
+        }  # fmt: skip
+
     def _purge(self, now: float) -> None:
         if len(self._seen) > 64:
             self._seen = {k: v for k, v in self._seen.items() if v > now}
@@ -1229,6 +1283,7 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
             },
             "send_buffer_drops": dict(self.send_buffer.drops),
             "counters": counters,
+            "bounds": self.bounds(),
             "bus": self._bus.status(),
             **({"atra": self._atra_status()} if self._atra_on else {}),
         }

@@ -4,6 +4,13 @@ Pure data with explicit ``now`` (RFC 3561 sections 2, 6.1, 6.2, 6.7, 6.11); the 
 (:mod:`manetkit.daemon.engines.aodv`) decides what an update means (route-up, released
 packets, RERRs). Entries are keyed by the destination's packed 4 bytes, since the data
 path looks them up straight from the packet bytes.
+
+Bounded (issue 12, docs/security.md): at most ``capacity`` entries (``route_table_size``);
+a new destination beyond that evicts, among the entries not being repaired, an INVALID
+one first (it only keeps a sequence number), else the VALID one whose lifetime ends
+first (the least recently used: use refreshes lifetimes, 6.2), silently like a lifetime
+expiry; counted in ``evicted``. Forged RREQs with made-up originators (each one a
+reverse route, 6.5) therefore cannot grow the table.
 """
 
 from __future__ import annotations
@@ -62,7 +69,9 @@ class Route:
 class RouteTable:
     """The entries of one node, with the 6.2 update rule and 6.11 expiry."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = capacity
+        self.evicted = 0
         self._routes: dict[bytes, Route] = {}
 
     def __len__(self) -> int:
@@ -98,6 +107,7 @@ class RouteTable:
         r = self._routes.get(dst.packed)
         if r is None:
             r = Route(dst, next_hop, hops, seq, True, now + lifetime)
+            self._make_room()
             self._routes[r.dst_b] = r
             return r, None
         if not (
@@ -129,6 +139,7 @@ class RouteTable:
         t = now + lifetime
         if r is None:
             r = Route(nb, nb, 1, 0, False, t)
+            self._make_room()
             self._routes[r.dst_b] = r
             return r, None
         was = r.state
@@ -141,6 +152,18 @@ class RouteTable:
         elif r.expires < t:
             r.expires = t
         return r, was
+
+    def _make_room(self) -> None:
+        """At capacity: evict an INVALID entry, else the VALID one expiring first
+        (never one being repaired). O(n), only when full."""
+        if len(self._routes) < self.capacity:
+            return
+        victims = [r for r in self._routes.values() if r.state is not REPAIRING]
+        if not victims:
+            return  # every entry under repair: bounded by the discoveries
+        v = min(victims, key=lambda r: (r.state is VALID, r.expires))
+        del self._routes[v.dst_b]
+        self.evicted += 1
 
     def invalidate(self, r: Route, delete_at: float) -> None:
         """6.11: invalid, kept (for its sequence number) until ``delete_at``."""

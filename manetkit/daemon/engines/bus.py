@@ -12,6 +12,13 @@
 
 The engines decide when to hold, what to send and to whom; this module keeps the
 state and the clock arithmetic only.
+
+Bounded state (issue 12, docs/security.md): at most ``bus_max_flows`` holds (a new
+flow's hold evicts the oldest, its packets dropped: ``holds-evicted``/``held-dropped``),
+``MAX_NOTICES`` notices in flight (the one due first is given up: ``notices-evicted``),
+``MAX_NOTICES`` remembered notice keys and ERSN idents (oldest first:
+``seen-evicted``/``ersn-evicted``) and ``MAX_LAST_ACK`` Last_ACKs (cleared when over:
+``last-ack-cleared``). Forged ERDNs with made-up flows therefore cannot grow memory.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from manetkit import events as ev
 from manetkit.daemon.wire import ipv4
 from manetkit.daemon.wire import manet_ext as mx
+
+MAX_NOTICES = 1024
+MAX_LAST_ACK = 4096
 
 FlowKey = tuple[bytes, bytes, int, int]  # src, dst (packed), sport, dport: data direction
 NoticeKey = tuple[int, int, IPv4Address]  # kind, ident, pivot
@@ -47,6 +57,9 @@ class BusSettings(BaseModel):
     )
     bus_hold_s: float = Field(
         30.0, gt=0, le=3600, description="a hold not released by an ERSN this long is dropped"
+    )
+    bus_max_flows: int = Field(
+        256, ge=1, le=100_000, description="flows held at once; a new one evicts the oldest hold"
     )
 
 
@@ -115,6 +128,10 @@ class BusState:
     def start(self, now: float, key: FlowKey, pivot: bool = False) -> Hold:
         h = self.holds.get(key)
         if h is None:
+            if len(self.holds) >= self.settings.bus_max_flows:
+                old = min(self.holds, key=lambda k: self.holds[k].since)
+                self.counters["holds-evicted"] += 1
+                self.counters["held-dropped"] += len(self.holds.pop(old).packets)
             h = self.holds[key] = Hold(now, pivot)
             self.counters["holds"] += 1
         elif pivot:
@@ -156,10 +173,16 @@ class BusState:
         flow: FlowKey | None = None,
     ) -> None:
         """``packet`` (an ERDN/ERSN) just went to ``next_hop``: retransmit until acked."""
+        if key not in self.pending and len(self.pending) >= MAX_NOTICES:
+            del self.pending[min(self.pending, key=lambda k: self.pending[k].due)]
+            self.counters["notices-evicted"] += 1
         self.pending[key] = _Pending(next_hop, packet, now + self.rexmt, flow)
 
     def ersn(self, flow: FlowKey, pivot: IPv4Address, ident: int) -> None:
         """An ERSN for ``flow`` from ``pivot``: it supersedes that pivot's ERDNs."""
+        if (flow, pivot) not in self.ersn_ident and len(self.ersn_ident) >= MAX_NOTICES:
+            del self.ersn_ident[next(iter(self.ersn_ident))]
+            self.counters["ersn-evicted"] += 1
         self.ersn_ident[(flow, pivot)] = ident
         for key, p in list(self.pending.items()):
             if key[0] == 1 and key[2] == pivot and p.flow == flow:
@@ -209,6 +232,9 @@ class BusState:
         if key in self.seen:
             self.counters["duplicates"] += 1
             return False
+        if len(self.seen) >= MAX_NOTICES:
+            del self.seen[next(iter(self.seen))]
+            self.counters["seen-evicted"] += 1
         self.seen[key] = now
         return True
 
@@ -268,9 +294,36 @@ class BusState:
         """A forwarded TCP segment src->dst: its ACK number is the Last_ACK of the
         reverse flow (dst->src data)."""
         if tcp is not None and tcp[4] & 0x10:
-            if len(self.last_ack) > 4096:
+            if len(self.last_ack) >= MAX_LAST_ACK:
                 self.last_ack.clear()
+                self.counters["last-ack-cleared"] += 1
             self.last_ack[(dst, src, tcp[1], tcp[0])] = tcp[3]
+
+    def bounds(self) -> dict[str, dict[str, int]]:
+        """The BuS tables: entries, bound, evictions (docs/security.md)."""
+        c = self.counters
+        return {
+            "bus_holds": {
+                "size": len(self.holds), "limit": self.settings.bus_max_flows,
+                "evicted": c["holds-evicted"],
+            },
+            "bus_held_packets": {
+                "size": sum(len(h.packets) for h in self.holds.values()),
+                "limit": self.settings.bus_max_flows * self.settings.bus_hold_packets,
+                "evicted": c["hold-full"] + c["held-dropped"],
+            },
+            "bus_pending": {
+                "size": len(self.pending), "limit": MAX_NOTICES, "evicted": c["notices-evicted"]
+            },
+            "bus_seen": {"size": len(self.seen), "limit": MAX_NOTICES, "evicted": c["seen-evicted"]},
+            "bus_ersn": {
+                "size": len(self.ersn_ident), "limit": MAX_NOTICES, "evicted": c["ersn-evicted"]
+            },
+            "bus_last_ack": {
+                "size": len(self.last_ack), "limit": MAX_LAST_ACK,
+                "evicted": c["last-ack-cleared"],
+            },
+        }  # fmt: skip
 
     def status(self) -> dict:
         return {

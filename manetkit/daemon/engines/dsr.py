@@ -85,6 +85,10 @@ from manetkit.daemon.wire import manet_ext as mx
 BROADCAST = IPv4Address("255.255.255.255")
 _BCAST_PACKED = BROADCAST.packed
 _HOT_REFRESH = 0.1  # s: how often one route's neighbour/cache learning is redone
+# Bounds of the tables no config field sizes (docs/security.md "Bounded state").
+_MAX_HELD = 1024  # held links; at the bound the one whose hold ends first goes
+_MAX_DOWN = 1024  # destinations reported down, waiting to be reported up again
+_MAX_MEMO = 1024  # per-route memos (_hot, _out, _grat_sent): cleared when over
 
 
 class DsrConfig(SendBufferSettings, BusSettings):
@@ -164,6 +168,16 @@ class DsrConfig(SendBufferSettings, BusSettings):
     route_cache_size: int = Field(
         64, ge=1, description="paths the route cache holds (least recently used evicted)"
     )
+    request_forward_ratelimit: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description="max Route Requests this node rebroadcasts per second, all initiators "
+        "(RFC 4728 has no number: RFC 3561 10's RREQ_RATELIMIT)",
+    )
+    rerr_ratelimit: int = Field(
+        10, ge=1, le=10_000, description="max Route Errors this node sends per second (RFC 3561 10)"
+    )
     broken_link_hold_s: float = Field(
         2.0,
         ge=0,
@@ -240,7 +254,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         self.config = cfg = config or DsrConfig()
         self.neighbours = neighbours if neighbours is not None else NeighbourTable()
         self.cache = RouteCache(address, cfg.route_cache_timeout_s, cfg.route_cache_size)
-        self.send_buffer = SendBuffer(cfg.send_buffer_packets, cfg.send_buffer_timeout_s)
+        self.send_buffer = SendBuffer.from_settings(cfg)
         self.counters: Counter[str] = Counter()
         self._me = address.packed
         # Injected for simulations; else seeded from the config (tests) or the OS.
@@ -252,6 +266,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         self._next_id = self._rng.randrange(0x10000)
         self._grat_sent: dict[tuple[IPv4Address, IPv4Address], float] = {}
         self._down: set[IPv4Address] = set()
+        self._fwd_times: deque[float] = deque()  # request rebroadcasts in the last second
+        self._rerr_times: deque[float] = deque()  # Route Errors sent in the last second
         self._held: dict[frozenset[IPv4Address], _HeldLink] = {}
         self._hot: dict[bytes, tuple[float, IPv4Address | None]] = {}
         self._out: dict[bytes, tuple[int, float, IPv4Address, bytes]] = {}
@@ -275,6 +291,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if a is None:
             if len(self._addr_cache) > 4096:
                 self._addr_cache.clear()
+                self.counters["memo-cleared"] += 1
             a = self._addr_cache[b] = IPv4Address(b)
         return a
 
@@ -289,6 +306,17 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
     def _drain_buffer_drops(self) -> None:
         for reason, _dst, pkt in self.send_buffer.take_dropped():
             self._drop(reason, pkt)
+
+    @staticmethod
+    def _over_limit(now: float, times: deque[float], per_second: int) -> bool:
+        """A sliding one-second window (RFC 3561 10's RREQ/RERR_RATELIMIT): False and
+        ``now`` noted when fewer than ``per_second`` went out in the last second."""
+        while times and times[0] + 1.0 <= now:
+            times.popleft()
+        if len(times) >= per_second:
+            return True
+        times.append(now)
+        return False
 
     # ------------------------------------------------------------------ inputs
     def receive_frame(
@@ -381,8 +409,9 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         route = self._route_for(now, dst)
         if route is not None:
             sr = self._send_data(packet, route)
-            if len(self._out) > 1024:
+            if len(self._out) > _MAX_MEMO:
                 self._out.clear()
+                self.counters["memo-cleared"] += 1
             self._out[dst.packed] = (self.cache.generation, now, route[1], sr)
             return
         self.send_buffer.add(now, dst, bytes(packet))
@@ -516,8 +545,9 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         hot = self._hot.get(key)
         if hot is None or now - hot[0] >= _HOT_REFRESH:
             hot = self._learn_from_route(now, packet, o, pos, sl, src_mac, rssi)
-            if len(self._hot) > 1024:
+            if len(self._hot) > _MAX_MEMO:
                 self._hot.clear()
+                self.counters["memo-cleared"] += 1
             self._hot[key] = hot
         if not sl:
             self._deliver(packet, ihl, total, control)
@@ -598,6 +628,10 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         """Remember that link a-b failed (either direction, like the cache's links)."""
         k = frozenset((a, b))
         old = self._held.get(k)
+        if old is None and len(self._held) >= _MAX_HELD:
+            # Bounded (forged Route Errors name any link): the hold that ends first goes.
+            del self._held[min(self._held, key=lambda h: self._held[h].until)]
+            self.counters["held-links-evicted"] += 1
         self._held[k] = _HeldLink(
             now,
             now + self.config.broken_link_hold_s,
@@ -637,6 +671,13 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         for node in path[1:]:
             if node in self._discoveries or node in self._down or self.send_buffer.waiting(node):
                 self._route_up(now, node)
+
+    def _mark_down(self, dst: IPv4Address) -> None:
+        """``dst`` was reported down (a route-up follows when it is back); bounded."""
+        if dst not in self._down and len(self._down) >= _MAX_DOWN:
+            self._down.pop()
+            self.counters["down-evicted"] += 1
+        self._down.add(dst)
 
     def _route_up(self, now: float, dst: IPv4Address) -> None:
         route = self._route_for(now, dst)
@@ -785,6 +826,9 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if len(addrs) + 2 > self.config.max_route_length:
             self.counters["request-too-long"] += 1
             return
+        if self._over_limit(now, self._fwd_times, self.config.request_forward_ratelimit):
+            self.counters["request-ratelimited"] += 1
+            return
         fwd = dsr.encapsulate(
             dsr.IPFields(init, BROADCAST, ttl=ip.ttl - 1, tos=ip.tos, ident=ip.ident),
             [dsr.RouteRequest(rreq.ident, rreq.target, (*addrs, self.address))],
@@ -840,7 +884,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if ids is None:
             ids = table[init] = deque(maxlen=self.config.request_table_ids)
             if len(table) > self.config.request_table_size:
-                table.popitem(last=False)
+                table.popitem(last=False)  # the initiator heard least recently
+                self.counters["request-table-evicted"] += 1
         else:
             table.move_to_end(init)
         ids.append(ident)
@@ -887,8 +932,9 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if last is not None and now - last < self.config.grat_reply_holdoff_s:
             self.counters["grat-reply-holdoff"] += 1
             return
-        if len(self._grat_sent) > 1024:
+        if len(self._grat_sent) > _MAX_MEMO:
             self._grat_sent.clear()
+            self.counters["memo-cleared"] += 1
         self._grat_sent[(src, transmitter)] = now
         short = [self._addr(a) for a in full[: idx + 1] + full[j:]]
         self._learn_around(now, short)
@@ -1005,7 +1051,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
             }
             if elfn.get("dst") == str(dst):
                 fields.update(elfn)
-            self._down.add(dst)
+            self._mark_down(dst)
             self._emit(Notify(ev.RouteDown(**fields)))
         if failed is not None:
             self._maintain(now, neighbour, packet, failed)
@@ -1091,6 +1137,9 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
     ) -> None:
         """A NODE_UNREACHABLE Route Error to the failed packet's source (8.3.4), with
         manetkit's ELFN (and ERDN) options in the same DSR header."""
+        if self._over_limit(now, self._rerr_times, self.config.rerr_ratelimit):
+            self.counters["errors-ratelimited"] += 1
+            return
         err = dsr.RouteError.node_unreachable(self.address, to, unreachable, salvage)
         if self._send_control(now, to, [err], notices or []):
             self.counters["errors-sent"] += 1
@@ -1141,7 +1190,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if err.error_dst != self.address:
             return
         for dst, next_hop in sorted(lost.items()):
-            self._down.add(dst)
+            self._mark_down(dst)
             fields: dict[str, Any] = {
                 "dst": str(dst),
                 "next_hop": str(next_hop),
@@ -1352,9 +1401,38 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
             },
             "send_buffer_drops": dict(self.send_buffer.drops),
             "counters": dict(self.counters),
+            "bounds": self.bounds(),
             "bus": self._bus.status(),
             **({"atra": self._atra_status()} if self._atra_on else {}),
         }
+
+    def bounds(self) -> dict[str, dict[str, int]]:
+        """Every table: entries, bound and evictions (docs/security.md "Bounded state")."""
+        cfg, c = self.config, self.counters
+        sb = self.send_buffer
+        return {
+            "route_cache": {
+                "size": len(self.cache), "limit": cfg.route_cache_size,
+                "evicted": self.cache.evicted,
+            },
+            "request_table": {
+                "size": len(self._request_table), "limit": cfg.request_table_size,
+                "evicted": c["request-table-evicted"],
+            },
+            "neighbours": {
+                "size": len(self.neighbours), "limit": self.neighbours.capacity,
+                "evicted": self.neighbours.evicted,
+            },
+            "send_buffer": {
+                "size": len(sb), "limit": sb.max_packets,
+                "evicted": sb.drops["full"] + sb.drops["full-destination"],
+            },
+            "held_links": {
+                "size": len(self._held), "limit": _MAX_HELD, "evicted": c["held-links-evicted"]
+            },
+            "down": {"size": len(self._down), "limit": _MAX_DOWN, "evicted": c["down-evicted"]},
+            **self._bus.bounds(),
+        }  # fmt: skip
 
 
 def _with_options(

@@ -9,7 +9,8 @@ it (RFC 4728 4.1: "a route to each intermediate node is implicitly also cached")
 
 Pure data with explicit ``now``: paths expire ``timeout`` seconds after they were last
 added or used (RouteCacheTimeout, section 9); the cache holds at most ``capacity``
-paths, evicting the least recently used.
+paths (``route_cache_size``), evicting the least recently used (counted in ``evicted``;
+issue 12 "bounded state", docs/security.md).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class RouteCache:
         self.capacity = capacity
         self._paths: dict[Path, CachedPath] = {}
         self.generation = 0  # bumped on every change, so users may memoise lookups
+        self.evicted = 0  # paths pushed out at capacity (least recently used)
 
     def __len__(self) -> int:
         return len(self._paths)
@@ -59,6 +61,7 @@ class RouteCache:
         if len(self._paths) > self.capacity:
             oldest = min(self._paths.values(), key=lambda e: e.used)
             del self._paths[oldest.path]
+            self.evicted += 1
         return True
 
     def expire(self, now: float) -> list[Path]:

@@ -157,7 +157,9 @@ class SmrEngine(DsrEngine):
         path = (init, *addrs, self.address)
         c = self._copies.get(key)
         if c is not None:
-            if path != c.first and path not in c.later:
+            if len(c.later) >= _REMEMBERED:
+                self.counters["smr-copies-dropped"] += 1  # bounded: a flood of copies
+            elif path != c.first and path not in c.later:
                 c.later.append(path)
             self.counters["smr-copies-collected"] += 1
             return
@@ -170,6 +172,9 @@ class SmrEngine(DsrEngine):
         if len(self._answered) > _REMEMBERED:
             self._answered.popitem(last=False)
         if self.smr.paths < 2:
+            return
+        if len(self._copies) >= _REMEMBERED:
+            self.counters["smr-copies-dropped"] += 1  # bounded: answered, not collected
             return
         self._copies[key] = _Copies(path)
         self._smr_seq += 1
@@ -188,6 +193,9 @@ class SmrEngine(DsrEngine):
     # ------------------------------------------------------------ the source
     def _send_request(self, now: float, d: _Discovery, ttl: int) -> None:
         super()._send_request(now, d, ttl)
+        if d.target not in self._asked and len(self._asked) >= _REMEMBERED:
+            del self._asked[min(self._asked, key=self._asked.__getitem__)]
+            self.counters["smr-asked-evicted"] += 1
         self._asked[d.target] = now
 
     def _reply_received(self, now: float, route: Path, fresh: float) -> None:

@@ -53,6 +53,9 @@ class Pin:
     until: float
 
 
+MAX_PINS = 1024
+
+
 class SrpTable:
     """Per-flow reverse-path pins with expiry; DSR pins whole routes, AODV one hop."""
 
@@ -60,6 +63,7 @@ class SrpTable:
         self.timeout_s = timeout_s
         self._pins: dict[FlowId, Pin] = {}
         self.pinned_acks = 0
+        self.evicted = 0  # pins pushed out at MAX_PINS (the one expiring first)
 
     def data_arrived(self, now: float, packet: bytes, route: tuple[IPv4Address, ...]) -> None:
         """A TCP data packet for us arrived along ``route`` (source .. us); pin its reverse.
@@ -71,6 +75,11 @@ class SrpTable:
             return
         (src, sport, dst, dport), _, _ = got
         rev: FlowId = (dst, dport, src, sport)  # the ACK's direction
+        if rev not in self._pins and len(self._pins) >= MAX_PINS:
+            self.purge(now)
+            if len(self._pins) >= MAX_PINS:
+                del self._pins[min(self._pins, key=lambda k: self._pins[k].until)]
+                self.evicted += 1
         self._pins[rev] = Pin(tuple(reversed(route)), now + self.timeout_s)
 
     def route_for(self, now: float, packet: bytes) -> tuple[IPv4Address, ...] | None:
