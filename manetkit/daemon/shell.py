@@ -98,9 +98,12 @@ class Daemon:
                 hy.missed_hellos,
                 tx_failures=hy.tx_failures,
                 min_signal_dbm=hy.min_signal_dbm,
+                capacity=cfg.max_neighbours,
             )
         else:
-            self.monitor = LinkMonitor(hy.inactive_s, hy.tx_failures, hy.min_signal_dbm)
+            self.monitor = LinkMonitor(
+                hy.inactive_s, hy.tx_failures, hy.min_signal_dbm, capacity=cfg.max_neighbours
+            )
         self.backend: LinkSenseBackend | None = None
         self.beacon: HelloBackend | None = None
         self.drops: Counter[str] = Counter()
@@ -228,6 +231,7 @@ class Daemon:
             self._send_broadcast,
             self._loop.time,
             ls.hello.port,
+            capacity=cfg.max_neighbours,
         )
         self._tasks.append(asyncio.create_task(self.beacon.run()))
         if ls.backend == "hello":
@@ -503,6 +507,8 @@ class Daemon:
                 "shell": dict(self.counters),
                 "events": self.events.counters(),
                 "beacons_sent": self.beacon.sent if self.beacon else 0,
+                "links_evicted": self.monitor.evicted,
+                "hello_stations_evicted": self.beacon.evicted if self.beacon else 0,
                 "auth": dict(self.auth.counters) if self.auth else None,
             },
         }

@@ -7,6 +7,8 @@ initiators, originators, MACs, links, flows) must not grow memory.
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines import dsr as dsr_engine
@@ -19,10 +21,16 @@ from manetkit.daemon.engines.bus import MAX_NOTICES, BusSettings, BusState
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
 from manetkit.daemon.engines.routecache import RouteCache
 from manetkit.daemon.engines.smr import _REMEMBERED, SmrConfig, SmrEngine
+from manetkit.daemon.linksense.hello import HelloBackend
+from manetkit.daemon.linksense.hysteresis import Down, LinkMonitor
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer, SendBufferSettings
 from manetkit.daemon.wire import aodv, dsr, ipv4
 from manetkit.daemon.wire import manet_ext as mx
+from manetkit.proxy import frames as fr
+from manetkit.proxy import server
+from manetkit.proxy.config import ProxyConfig
+from manetkit.proxy.server import Proxy
 
 ME = IPv4Address("10.42.0.1")
 BCAST = IPv4Address("255.255.255.255")
@@ -268,3 +276,70 @@ def test_smr_target_copies_bounded():
         eng.receive_frame(0.5, dsr_request(forged(9000 + i), i, ME), mac(i))
         drain(eng)
     assert len(eng._copies) == _REMEMBERED
+
+
+def test_link_monitor_and_hello_stations_bounded():
+    mon = LinkMonitor(silence_s=3.0, capacity=3)
+    for i in range(3):
+        mon.heard(float(i), mac(i))
+    mon.tx_failed(3.0, mac(1))
+    mon.tx_failed(3.1, mac(1))  # mac(1) is down now
+    out = mon.heard(4.0, mac(3))
+    assert mon.evicted == 1 and not mon.is_up(mac(1)) and mon.signal(mac(1)) is None
+    assert not any(isinstance(d, Down) for d in out)  # a down link went silently
+    out = mon.heard(5.0, mac(4))  # all up: the one heard least recently goes Down
+    assert Down(mac(0), "evicted") in out and mon.evicted == 2
+    for i in range(5, 2000):
+        mon.heard(float(i), mac(i))
+    assert len(mon._links) == 3 and mon.evicted == 1999 - 2
+    hb = HelloBackend("radio0", lambda now, ev: None, ME, 1.0, lambda b: None, lambda: 0.0)
+    hb.capacity = 8
+    for i in range(100):
+        hb.received(float(i), mac(i))
+    assert len(hb.stations()) == 8 and hb.evicted == 92
+    assert {s.mac for s in hb.stations()} == {mac(i) for i in range(92, 100)}
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def time(self) -> float:
+        return self.t
+
+
+class _Done:
+    def __init__(self, i: int) -> None:
+        self.sid = i.to_bytes(16, "big")
+        self.delivered = i
+
+
+def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
+    """At ``max_sessions`` an OPEN is refused with RESET (counted ``refused_limit``);
+    finished sessions' tombstones are bounded in number and age, oldest first."""
+
+    async def run() -> None:
+        cfg = ProxyConfig(daemon_socket=None, max_sessions=2)
+        p = Proxy(cfg)
+        clock = _Clock()
+        p.loop = clock  # type: ignore[assignment]  # remember_done reads only .time()
+        monkeypatch.setattr(server, "MAX_TOMBSTONES", 5)
+        for i in range(12):
+            clock.t = float(i)
+            p.remember_done(_Done(i), forged(1))  # type: ignore[arg-type]
+        assert list(p.tombstones) == [_Done(i).sid for i in range(7, 12)]
+        assert p.counters["tombstones_evicted"] == 7
+        clock.t = 11 + server.TOMBSTONE_S + 1  # all too old: gone without counting
+        p.remember_done(_Done(99), forged(1))  # type: ignore[arg-type]
+        assert list(p.tombstones) == [_Done(99).sid] and p.counters["tombstones_evicted"] == 7
+        p.relays = {object(), object()}  # type: ignore[assignment]  # the table is full
+        a, b = socket.socketpair()
+        with a, b:
+            hello = fr.Open(bytes(16), 0, IPv4Address("10.42.0.9"), 80, "elfn")
+            assert p._relay_for(a, hello, forged(1)) is None
+            assert p.counters["refused_limit"] == 1
+            reader = fr.FrameReader()
+            reader.feed(b.recv(4096))
+            assert isinstance(reader.next_frame(), fr.Reset)
+
+    asyncio.run(run())

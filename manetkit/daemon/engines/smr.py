@@ -137,6 +137,7 @@ class SmrEngine(DsrEngine):
             self._firsts[key] = (hops, {prev})
             if len(self._firsts) > _REMEMBERED:
                 self._firsts.popitem(last=False)
+                self.counters["smr-firsts-evicted"] += 1
             return False
         first_hops, prevs = first
         if prev in prevs or hops > first_hops:
@@ -171,6 +172,7 @@ class SmrEngine(DsrEngine):
         self._answered[key] = None
         if len(self._answered) > _REMEMBERED:
             self._answered.popitem(last=False)
+            self.counters["smr-answered-evicted"] += 1
         if self.smr.paths < 2:
             return
         if len(self._copies) >= _REMEMBERED:

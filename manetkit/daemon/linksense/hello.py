@@ -87,8 +87,11 @@ class HelloBackend(LinkSenseBackend):
         send_broadcast: Callable[[bytes], None],
         clock: Callable[[], float],
         port: int = DEFAULT_PORT,
+        capacity: int = 1024,
     ) -> None:
         super().__init__(interface, sink)
+        self.capacity = capacity  # stations remembered (least recently heard evicted)
+        self.evicted = 0
         self.address = address
         self.interval_s = interval_s
         self.port = port
@@ -113,6 +116,10 @@ class HelloBackend(LinkSenseBackend):
     def received(self, now: float, mac: bytes) -> None:
         """The shell got a beacon from ``mac`` (it already learned the address)."""
         old = self._rows.get(mac)
+        if old is None and len(self._rows) >= self.capacity:
+            gone = min(self._last, key=self._last.__getitem__)
+            del self._rows[gone], self._last[gone]
+            self.evicted += 1
         self._rows[mac] = StationInfo(mac=mac, rx_packets=(old.rx_packets + 1) if old else 1)
         self._last[mac] = now
         self.sink(now, StationSeen(mac))

@@ -14,6 +14,11 @@ The rules (docs/daemon.md "Link sensing"):
   - or at once on the backend's explicit evidence (nl80211 "no such station");
   - it is up again when it is heard again.
 Any successful hearing resets the consecutive failure count.
+
+Bounded (issue 12, docs/security.md): at most ``capacity`` MACs (the daemon's
+``max_neighbours``). A new MAC beyond that evicts a down link first, else the up link
+heard least recently, which then goes ``Down(mac, "evicted")`` so the shell forgets it;
+counted in ``evicted``. Forged frames from made-up MACs therefore cannot grow it.
 """
 
 from __future__ import annotations
@@ -56,9 +61,12 @@ class LinkMonitor:
         silence_s: float,
         tx_failures: int = 2,
         min_signal_dbm: float | None = None,
+        capacity: int = 1024,
     ) -> None:
-        if silence_s <= 0 or tx_failures < 1:
-            raise ValueError("silence_s must be > 0 and tx_failures >= 1")
+        if silence_s <= 0 or tx_failures < 1 or capacity < 1:
+            raise ValueError("silence_s must be > 0, tx_failures >= 1 and capacity >= 1")
+        self.capacity = capacity
+        self.evicted = 0
         self.silence_s = silence_s
         self.tx_failures = tx_failures
         self.min_signal_dbm = min_signal_dbm
@@ -81,6 +89,8 @@ class LinkMonitor:
         out: list[Decision] = []
         link = self._links.get(mac)
         if link is None:
+            if len(self._links) >= self.capacity:
+                out += self._evict()
             link = self._links[mac] = _Link(now, signal_dbm=signal_dbm)
             out.append(Up(mac, signal_dbm))
         else:
@@ -141,6 +151,13 @@ class LinkMonitor:
     def signal(self, mac: bytes) -> float | None:
         link = self._links.get(mac)
         return link.signal_dbm if link else None
+
+    def _evict(self) -> list[Decision]:
+        """Make room: a down link (least recently heard) first, else an up one."""
+        mac = min(self._links, key=lambda m: (self._links[m].up, self._links[m].last_heard))
+        link = self._links.pop(mac)
+        self.evicted += 1
+        return [Down(mac, "evicted")] if link.up else []
 
     def _down(self, mac: bytes, link: _Link, reason: str) -> list[Decision]:
         link.up = False
