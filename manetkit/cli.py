@@ -22,6 +22,11 @@ PARTS: list[tuple[str, str, str]] = [
         "manetkit.bench.cli",
         "benchmarks and experiments (results printed and written as JSON)",
     ),
+    (
+        "experiment",
+        "manetkit.experiment.cli",
+        "a matrix of lab runs (scenario x stack x proxy x speed x seed x traffic) and its report",
+    ),
     ("daemon", "manetkit.daemon.cli", "run the routing daemon"),
     ("status", "manetkit.daemon.statuscli", "show a running daemon's (and proxy's) state"),
     ("proxy", "manetkit.proxy.cli", "run the split-TCP proxy"),

@@ -1,0 +1,68 @@
+"""``manetkit experiment SPEC.yaml`` runs a matrix; ``manetkit experiment report DIR``
+makes its report (docs/experiments.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from manetkit.console import console
+from manetkit.errors import UserError
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.target == "report":
+        if args.dir is None:
+            raise UserError("experiment report: give the results directory (DIR)")
+        from manetkit.experiment.report import make_report
+
+        make_report(Path(args.dir))
+        return 0
+    if args.dir is not None:
+        raise UserError(f"experiment {args.target}: unexpected argument {args.dir!r}")
+    return run_spec(args)
+
+
+def run_spec(args: argparse.Namespace) -> int:
+    from manetkit.experiment import execute, runner, wrk
+    from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
+
+    spec_file = Path(args.target)
+    spec = load_spec(spec_file)
+    out = Path(args.out) if args.out else Path("results") / spec.name
+    runs = spec.runs()
+    if args.dry_run:
+        for r in runs:
+            done = "done" if runner.is_done(out, r) else "todo"
+            console.print(f"{done}  {r.name}")
+        console.print(f"{len(runs)} runs")
+        return 0
+    check_stacks_built(spec)
+    if any(isinstance(t, Wrk) for t in spec.traffics):
+        wrk.require()
+    console.print(f"{spec.name}: {len(runs)} runs into {out}")
+    res = runner.run_matrix(
+        spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
+        keep_work=args.keep_work,
+    )  # fmt: skip
+    console.print(
+        f"made {len(res.done)}, already done {len(res.skipped)}, failed {len(res.failed)}, "
+        f"left {len(res.left)} (run again to resume)"
+    )
+    if not args.no_report and (res.done or res.skipped):
+        from manetkit.experiment.report import make_report
+
+        make_report(out)
+    return 1 if res.failed else 0
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="SPEC.yaml|report", help="a spec to run, or: report")
+    parser.add_argument("dir", nargs="?", metavar="DIR", help="with report: the results dir")
+    parser.add_argument("--out", help="results directory (default results/<spec name>)")
+    parser.add_argument("--lock", help="flock this file around each run (shared machines)")
+    parser.add_argument("--limit", type=int, help="make at most this many runs, then stop")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs, done or not")
+    parser.add_argument("--no-report", action="store_true", help="do not make the report")
+    parser.add_argument("--keep-work", action="store_true", help="keep each run's raw files")
+    parser.set_defaults(func=run)

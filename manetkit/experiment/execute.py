@@ -1,0 +1,213 @@
+"""One run of an experiment: lab up, warm-up, the traffic, the metrics, lab down.
+
+The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random waypoint)
+``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. The traffic
+starts ``warmup_s`` after the lab is up and lasts its window; the daemons' counters are
+read at both ends of the window, and the medium's ground-truth log before the lab goes
+down (it lives in the lab's directory). Whatever happens the lab is brought down and every
+process the run started is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from manetkit import paths, procs
+from manetkit.experiment import bulk, metrics, web, wrk
+from manetkit.experiment.spec import (
+    Bulk,
+    Http,
+    Run,
+    Spec,
+    Wrk,
+    bulk_pairs,
+    http_pairs,
+    throughput_table,
+)
+from manetkit.jsonlines import request
+from manetkit.lab import netns, nodes
+from manetkit.lab.medium.groundtruth import read_log
+from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
+from manetkit.lab.stacks import node_address
+
+MANETKIT_STACKS = ("dsr", "aodv", "smr")
+UP_TIMEOUT_S = 180.0
+
+
+def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
+    """The ``lab up --set`` of a run: the spec's ``set:`` and the run's axes."""
+    out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spec.set.items()}
+    out.update({"stack": run.stack, "proxy": run.proxy, "seed": str(run.seed)})
+    sc = load_scenario(spec.scenario_path(run.scenario), out)
+    if isinstance(sc.mobility, RandomWaypointMobility):
+        out["mobility.speed"] = f"{run.speed:g}"
+    return out
+
+
+def _statuses(lab: str, n: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(1, n + 1):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            out.append(request(paths.daemon_socket(lab, f"n{i}"), {"cmd": "status"}, 5)["status"])
+    return out
+
+
+def _control(lab: str, n: int, stack: str) -> dict[str, int] | None:
+    return metrics.control_totals(_statuses(lab, n)) if stack in MANETKIT_STACKS else None
+
+
+def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
+    """Make ``run``; its JSON document (``status: ok``). Raises on a failed lab."""
+    traffic = spec.traffic(run.traffic)
+    scen_path = spec.scenario_path(run.scenario)
+    overrides = overrides_for(spec, run)
+    n = load_scenario(scen_path, overrides).nodes
+    duration = spec.traffic_duration(traffic)
+    lab = f"mkx{os.getpid() % 100000}"
+    work.mkdir(parents=True, exist_ok=True)
+    started: list[subprocess.Popen[Any]] = []
+    flows: list[bulk.Flow] = []
+    doc: dict[str, Any] = {
+        "status": "ok",
+        "run": run.name,
+        "params": run.params(),
+        "traffic": traffic.model_dump(),
+        "scenario_file": str(scen_path),
+        "overrides": overrides,
+        "nodes": n,
+        "warmup_s": spec.warmup_s,
+    }
+    pairs: list[tuple[str, str]] = []
+    nodes.down(lab)
+    try:
+        t_up = time.monotonic()
+        nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
+        doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
+        time.sleep(spec.warmup_s)
+        c0 = _control(lab, n, run.stack)
+        if isinstance(traffic, Bulk):
+            pairs = bulk_pairs(traffic, run.seed, n)
+            flows = bulk.start_servers(lab, pairs, work)
+            w0, w1 = bulk.run(lab, flows, duration, work)
+        elif isinstance(traffic, Http):
+            pairs = http_pairs(traffic, run.seed, n)
+            w0, w1 = _http(lab, spec, run, traffic, pairs, duration, work, started)
+        else:
+            pairs = [(traffic.client, traffic.server)]
+            w0, w1, doc["wrk"] = _wrk(lab, run, traffic, duration, work, started)
+        c1 = _control(lab, n, run.stack)
+        events = read_log(paths.ground_truth_log(lab))
+    finally:
+        bulk.stop(flows)
+        procs.stop_all(started, grace=5)
+        nodes.down(lab)
+    doc["window"] = {"start": round(w0, 3), "end": round(w1, 3), "duration_s": duration}
+    table = throughput_table(spec)
+    gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
+    doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}
+    doc["control"] = metrics.control_overhead(c0, c1) if c0 is not None and c1 is not None else None
+    if isinstance(traffic, Bulk):
+        doc["bulk"] = _bulk_doc(bulk.results(flows, duration), gt)
+    elif isinstance(traffic, Http):
+        doc["http"] = _http_doc(pairs, work)
+    doc["finished"] = round(time.time(), 3)
+    return doc
+
+
+def _bulk_doc(flows: list[dict[str, Any]], gt: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    for f in flows:
+        g = gt[f"{f['src']}-{f['dst']}"]
+        f.update(
+            expected_kbps=g["expected_kbps"],
+            measured_over_expected=metrics.ratio(f["goodput_kbps"], g["expected_kbps"]),
+            partition_s=g["partition_s"],
+            mean_hops=g["mean_hops"],
+        )
+    total = round(sum(f["goodput_kbps"] for f in flows), 1)
+    exp = [f["expected_kbps"] for f in flows]
+    expected = round(sum(exp), 1) if all(e is not None for e in exp) else None
+    return {
+        "flows": flows,
+        "goodput_kbps": total,
+        "expected_kbps": expected,
+        "measured_over_expected": metrics.ratio(total, expected),
+    }
+
+
+def _http(
+    lab: str,
+    spec: Spec,
+    run: Run,
+    t: Http,
+    pairs: list[tuple[str, str]],
+    duration: float,
+    work: Path,
+    started: list[subprocess.Popen[Any]],
+) -> tuple[float, float]:
+    site = work / "site"
+    web.build_site(site, t.pages, run.seed)
+    for server in dict.fromkeys(s for _, s in pairs):
+        started.append(web.start_server(lab, server, t.port, site))
+        web.wait_listening(lab, server, t.port)
+    w0 = time.time()
+    clients = [
+        web.start_client(
+            lab,
+            c,
+            s,
+            t.port,
+            duration=duration,
+            think=t.think_s,
+            timeout=t.page_timeout_s,
+            pages=t.pages,
+            seed=run.seed,
+            out=work / f"web-{c}.json",
+        )  # fmt: skip
+        for c, s in pairs
+    ]
+    started.extend(clients)
+    deadline = time.monotonic() + duration + 10
+    for c in clients:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            c.wait(max(0.1, deadline - time.monotonic()))
+    return w0, w0 + duration
+
+
+def _http_doc(pairs: list[tuple[str, str]], work: Path) -> dict[str, Any]:
+    per = [web.pair_result(c, s, work / f"web-{c}.json") for c, s in pairs]
+    times = [p["service_s"] for r in per for p in r["pages"] if p["ok"]]
+    return {
+        "pairs": per,
+        "pages_completed": sum(r["pages_completed"] for r in per),
+        "pages_failed": sum(r["pages_failed"] for r in per),
+        "service_s": web.summary(times),
+    }
+
+
+def _wrk(
+    lab: str,
+    run: Run,
+    t: Wrk,
+    duration: float,
+    work: Path,
+    started: list[subprocess.Popen[Any]],
+) -> tuple[float, float, dict[str, Any]]:
+    site = work / "site"
+    web.build_site(site, 1, run.seed)
+    started.append(web.start_server(lab, t.server, t.port, site))
+    web.wait_listening(lab, t.server, t.port)
+    url = f"http://{node_address(t.server)}:{t.port}/page0.html"
+    w0 = time.time()
+    proc = netns.run(
+        paths.netns_name(lab, t.client),
+        wrk.argv(url, t.connections, t.threads, duration),
+        check=False,
+        timeout=duration + 30,
+    )
+    w1 = w0 + duration
+    return w0, w1, {**wrk.parse(proc.stdout), "exit": proc.returncode}

@@ -1,0 +1,322 @@
+"""``manetkit experiment report DIR``: tables and PNG plots from a results directory.
+
+Reads every ``DIR/runs/*.json`` with ``status: ok`` and writes ``DIR/report/``:
+
+* ``README.md``: the tables (markdown) with the plots, and the spec that made the runs;
+* ``summary.json``: the same rows (``manetkit.bench.report.write``, the one result writer);
+* ``goodput-<scenario>-<traffic>.png``: bulk TCP goodput vs mean speed, one line per
+  stack (+ proxy), means over seeds (Anantharaman et al. Tables I/II's axes);
+* ``expected-<scenario>-<traffic>.png``: measured vs expected throughput, one point per
+  flow and run, the diagonal is eq. 3.1's bound (Holland & Vaidya Fig. 4 / Fig. 11);
+* ``http-<scenario>-<traffic>.png``: mean page service time per stack at each speed
+  (Dyer & Boppana Fig. 6).
+
+The tables are also printed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from manetkit.bench import report as out
+from manetkit.errors import UserError
+
+Key = tuple[str, str, str, float]  # scenario, traffic, variant, speed
+
+
+def load_runs(results: Path) -> list[dict[str, Any]]:
+    """The finished runs of a results directory, in name order."""
+    runs_dir = results / "runs"
+    if not runs_dir.is_dir():
+        raise UserError(f"{results}: not an experiment results directory (no runs/)")
+    docs = []
+    for p in sorted(runs_dir.glob("*.json")):
+        if p.name.endswith(".error.json"):
+            continue
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("status") == "ok":
+            docs.append(doc)
+    return docs
+
+
+def variant(params: dict[str, Any]) -> str:
+    """``dsr`` or ``dsr+elfn``: the stack, and the proxy mode when there is one."""
+    return params["stack"] + ("" if params["proxy"] == "none" else f"+{params['proxy']}")
+
+
+def _key(doc: dict[str, Any]) -> Key:
+    p = doc["params"]
+    return (p["scenario"], p["traffic"], variant(p), float(p["speed"]))
+
+
+def _group(docs: Iterable[dict[str, Any]], part: str) -> dict[Key, list[dict[str, Any]]]:
+    groups: dict[Key, list[dict[str, Any]]] = {}
+    for d in docs:
+        if d.get(part) is not None:
+            groups.setdefault(_key(d), []).append(d)
+    return dict(sorted(groups.items()))
+
+
+def _control(runs: list[dict[str, Any]]) -> float | None:
+    return out.mean((d.get("control") or {}).get("per_delivered") for d in runs)
+
+
+def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for (scen, traffic, var, speed), runs in _group(docs, "bulk").items():
+        flows = [f for d in runs for f in d["bulk"]["flows"]]
+        rows.append(
+            {
+                "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
+                "seeds": sorted(d["params"]["seed"] for d in runs),
+                "flows": len(runs[0]["bulk"]["flows"]),
+                "goodput_kbps": out.mean(d["bulk"]["goodput_kbps"] for d in runs),
+                "expected_kbps": out.mean(d["bulk"]["expected_kbps"] for d in runs),
+                "measured_over_expected": out.mean(
+                    d["bulk"]["measured_over_expected"] for d in runs
+                ),
+                "partition_s": out.mean(f["partition_s"] for f in flows),
+                "control_per_delivered": _control(runs),
+            }
+        )  # fmt: skip
+    return rows
+
+
+def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for (scen, traffic, var, speed), runs in _group(docs, "http").items():
+        times = sorted(
+            p["service_s"] for d in runs for pair in d["http"]["pairs"] for p in pair["pages"]
+            if p["ok"]
+        )  # fmt: skip
+        rows.append(
+            {
+                "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
+                "seeds": sorted(d["params"]["seed"] for d in runs),
+                "pages_completed": sum(d["http"]["pages_completed"] for d in runs),
+                "pages_failed": sum(d["http"]["pages_failed"] for d in runs),
+                "service_mean_s": out.mean(times),
+                "service_median_s": times[len(times) // 2] if times else None,
+                "control_per_delivered": _control(runs),
+            }
+        )  # fmt: skip
+    return rows
+
+
+def wrk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for (scen, traffic, var, speed), runs in _group(docs, "wrk").items():
+        rows.append(
+            {
+                "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
+                "seeds": sorted(d["params"]["seed"] for d in runs),
+                "requests_per_s": out.mean(d["wrk"]["requests_per_s"] for d in runs),
+                "latency_p50_s": out.mean(d["wrk"]["latency_s"].get("p50") for d in runs),
+                "errors": sum(d["wrk"]["errors"] for d in runs),
+            }
+        )  # fmt: skip
+    return rows
+
+
+# (column title, row field, format)
+BULK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
+             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("flows", "flows", "d"),
+             ("goodput kbit/s", "goodput_kbps", ".1f"), ("expected kbit/s", "expected_kbps", ".1f"),
+             ("measured/expected", "measured_over_expected", ".2f"),
+             ("partition s/flow", "partition_s", ".1f"),
+             ("control pkts/delivered", "control_per_delivered", ".3f")]  # fmt: skip
+HTTP_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
+             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"),
+             ("pages done", "pages_completed", "d"), ("pages failed", "pages_failed", "d"),
+             ("service mean s", "service_mean_s", ".2f"),
+             ("service median s", "service_median_s", ".2f"),
+             ("control pkts/delivered", "control_per_delivered", ".3f")]  # fmt: skip
+WRK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
+            ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"),
+            ("requests/s", "requests_per_s", ".1f"), ("latency p50 s", "latency_p50_s", ".3f"),
+            ("errors", "errors", "d")]  # fmt: skip
+
+
+def _fmt(v: Any, fmt: str) -> str:
+    if fmt == "seeds":
+        return ",".join(map(str, v))
+    if fmt == "s":
+        return str(v)
+    return out.cell(v, fmt)
+
+
+def rich_table(title: str, cols: list[tuple[str, str, str]], rows: list[dict]) -> Table:
+    t = Table(title=title)
+    for head, _, _ in cols:
+        t.add_column(head)
+    for r in rows:
+        t.add_row(*(_fmt(r[f], fmt) for _, f, fmt in cols))
+    return t
+
+
+def markdown_table(cols: list[tuple[str, str, str]], rows: list[dict]) -> str:
+    lines = ["| " + " | ".join(h for h, _, _ in cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(r[f], fmt) for _, f, fmt in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- plots -----------------------------------------------------------------------------
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _slug(*parts: str) -> str:
+    return "-".join("".join(c if c.isalnum() or c in "-_" else "_" for c in p) for p in parts)
+
+
+def plot_goodput(rows: list[dict], dest: Path) -> list[Path]:
+    """Goodput vs speed, a line per variant, one PNG per (scenario, traffic)."""
+    plt = _pyplot()
+    made = []
+    for scen, traffic in dict.fromkeys((r["scenario"], r["traffic"]) for r in rows):
+        sel = [r for r in rows if (r["scenario"], r["traffic"]) == (scen, traffic)]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for var in dict.fromkeys(r["variant"] for r in sel):
+            pts = sorted((r["speed"], r["goodput_kbps"]) for r in sel if r["variant"] == var)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=var)
+        speeds = sorted({r["speed"] for r in sel})
+        exp = [(s, out.mean(r["expected_kbps"] for r in sel if r["speed"] == s)) for s in speeds]
+        exp = [e for e in exp if e[1] is not None]
+        if exp:
+            ax.plot([e[0] for e in exp], [e[1] for e in exp], "k--", lw=1, label="expected (3.1)")
+        ax.set_xlabel("mean speed (m/s)")
+        ax.set_ylabel("TCP goodput (kbit/s)")
+        ax.set_title(f"{scen}, {traffic}: goodput vs speed")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = dest / f"goodput-{_slug(scen, traffic)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def plot_expected(docs: list[dict[str, Any]], dest: Path) -> list[Path]:
+    """Measured vs expected per flow and run (Holland & Vaidya Fig. 4)."""
+    plt = _pyplot()
+    made = []
+    pts: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
+    for d in docs:
+        if d.get("bulk") is None:
+            continue
+        p = d["params"]
+        for f in d["bulk"]["flows"]:
+            if f["expected_kbps"] is not None:
+                pts.setdefault((p["scenario"], p["traffic"]), {}).setdefault(variant(p), []).append(
+                    (f["expected_kbps"], f["goodput_kbps"])
+                )
+    for (scen, traffic), by_var in pts.items():
+        fig, ax = plt.subplots(figsize=(5, 5))
+        top = max(max(x, y) for v in by_var.values() for x, y in v) * 1.05 or 1.0
+        ax.plot([0, top], [0, top], "k-", lw=0.8, label="measured = expected")
+        for var, xy in by_var.items():
+            ax.scatter([x for x, _ in xy], [y for _, y in xy], label=var, s=18)
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel("expected throughput, eq. 3.1 (kbit/s)")
+        ax.set_ylabel("measured goodput (kbit/s)")
+        ax.set_title(f"{scen}, {traffic}: measured vs expected")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = dest / f"expected-{_slug(scen, traffic)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def plot_http(rows: list[dict], dest: Path) -> list[Path]:
+    """Mean page service time, a bar per variant at each speed."""
+    plt = _pyplot()
+    made = []
+    for scen, traffic in dict.fromkeys((r["scenario"], r["traffic"]) for r in rows):
+        sel = [r for r in rows if (r["scenario"], r["traffic"]) == (scen, traffic)]
+        speeds = sorted({r["speed"] for r in sel})
+        variants = list(dict.fromkeys(r["variant"] for r in sel))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        width = 0.8 / max(1, len(variants))
+        for k, var in enumerate(variants):
+            ys = []
+            for s in speeds:
+                r = next((r for r in sel if r["variant"] == var and r["speed"] == s), None)
+                ys.append(r["service_mean_s"] if r and r["service_mean_s"] is not None else 0.0)
+            xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(speeds))]
+            ax.bar(xs, ys, width, label=var)
+        ax.set_xticks(range(len(speeds)), [f"{s:g}" for s in speeds])
+        ax.set_xlabel("mean speed (m/s)")
+        ax.set_ylabel("mean page service time (s)")
+        ax.set_title(f"{scen}, {traffic}: HTTP page service time")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = dest / f"http-{_slug(scen, traffic)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def make_report(results: Path) -> Path:
+    """Write ``results/report/`` (README.md, summary.json, PNGs); print the tables."""
+    docs = load_runs(results)
+    if not docs:
+        raise UserError(f"{results}: no finished runs in runs/")
+    dest = results / "report"
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.glob("*.png"):
+        old.unlink()
+    b, h, w = bulk_rows(docs), http_rows(docs), wrk_rows(docs)
+    failed = sorted(
+        p.name.removesuffix(".error.json") for p in (results / "runs").glob("*.error.json")
+    )
+    md = [f"# Experiment report: {results.name}", "",
+          f"{len(docs)} runs (`manetkit experiment report {results}`); means over seeds.", ""]  # fmt: skip
+    spec = results / "spec.yaml"
+    if b:
+        out.show(rich_table("bulk TCP (iperf3)", BULK_COLS, b))
+        pngs = plot_goodput(b, dest) + plot_expected(docs, dest)
+        md += ["## Bulk TCP", "", markdown_table(BULK_COLS, b), "",
+               "Expected: Holland & Vaidya eq. 3.1 over the medium's ground truth, summed over "
+               "a run's flows; measured/expected is the mean of the runs' ratios; control: "
+               "routing packets sent per data packet delivered (manetkit daemons' counters).",
+               ""] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
+    if h:
+        out.show(rich_table("HTTP sessions (Dyer & Boppana)", HTTP_COLS, h))
+        pngs = plot_http(h, dest)
+        md += ["## HTTP sessions", "", markdown_table(HTTP_COLS, h), "",
+               "Service time: a page and its embedded objects, over every page of every "
+               "client of the runs.", ""] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
+    if w:
+        out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
+        md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
+    if failed:
+        md += ["## Failed runs", "", *[f"- {f} (runs/{f}.error.json)" for f in failed], ""]
+    if spec.exists():
+        md += ["## Spec", "", "```yaml", spec.read_text().rstrip(), "```", ""]
+    (dest / "README.md").write_text("\n".join(md))
+    out.write(dest, "summary", {"bulk": b, "http": h, "wrk": w, "failed": failed})
+    out.console.print(f"written {dest / 'README.md'}")
+    return dest

@@ -1,0 +1,128 @@
+"""Runs a matrix one run after another (never two labs at once: they share the CPU, and
+timing on a two-core machine is only fair to the stack that runs alone).
+
+The results directory is resumable: each run that finished writes ``runs/<name>.json``
+(``Run.name``: scenario, stack, proxy, speed, seed, traffic), through the one result
+writer (``manetkit.bench.report``); a run whose JSON is there with ``status: ok`` is
+skipped, so a matrix stopped (Ctrl-C, ``--limit``, a crash) goes on where it was. A run
+that fails leaves ``runs/<name>.error.json`` (why) and is tried again next time. The
+spec is copied to ``spec.yaml`` beside the runs, so a report says what made it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import shutil
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from manetkit.bench import report
+from manetkit.console import console
+from manetkit.experiment.spec import Run, Spec
+
+RunFn = Callable[[Spec, Run, Path], dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    done: list[str] = field(default_factory=list)  # made now
+    skipped: list[str] = field(default_factory=list)  # already there
+    failed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)  # not reached (--limit)
+
+
+def result_path(out: Path, run: Run) -> Path:
+    return out / "runs" / f"{run.name}.json"
+
+
+def is_done(out: Path, run: Run) -> bool:
+    """A run is done when its JSON is there, readable and ``status: ok``."""
+    try:
+        return json.loads(result_path(out, run).read_text()).get("status") == "ok"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+@contextlib.contextmanager
+def locked(path: str | None) -> Iterator[None]:
+    """Hold an flock on ``path`` (a shared machine's one-lab-at-a-time lock), if given."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def run_matrix(
+    spec: Spec,
+    out: Path,
+    run_fn: RunFn,
+    *,
+    lock: str | None = None,
+    limit: int | None = None,
+    spec_file: Path | None = None,
+    keep_work: bool = False,
+) -> Outcome:
+    """Make every run of ``spec`` not already done in ``out``; at most ``limit`` runs
+    (``--limit``); each under ``lock`` if given (taken per run, not for the matrix)."""
+    runs = spec.runs()
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    if spec_file is not None:
+        shutil.copyfile(spec_file, out / "spec.yaml")
+    result = Outcome()
+    todo = []
+    for r in runs:
+        if is_done(out, r):
+            result.skipped.append(r.name)
+        else:
+            todo.append(r)
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(spec.name, total=len(runs), completed=len(result.skipped),
+                                 current="")  # fmt: skip
+        for k, r in enumerate(todo):
+            if limit is not None and k >= limit:
+                result.left = [x.name for x in todo[k:]]
+                break
+            progress.update(task, current=r.name)
+            work = out / "work" / r.name
+            err = out / "runs" / f"{r.name}.error.json"
+            try:
+                with locked(lock):
+                    doc = run_fn(spec, r, work)
+            except Exception as exc:  # noqa: BLE001 - one failed run must not stop the matrix
+                result.failed.append(r.name)
+                report.write(out / "runs", f"{r.name}.error", {
+                    "status": "failed", "run": r.name, "params": r.params(),
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8),
+                })  # fmt: skip
+                progress.console.print(f"[red]failed[/] {r.name}: {type(exc).__name__}: {exc}")
+            else:
+                report.write(out / "runs", r.name, doc)
+                err.unlink(missing_ok=True)
+                result.done.append(r.name)
+                if not keep_work:
+                    shutil.rmtree(work, ignore_errors=True)
+            progress.advance(task)
+        progress.update(task, current="")
+    with contextlib.suppress(OSError):
+        (out / "work").rmdir()  # only when empty
+    return result

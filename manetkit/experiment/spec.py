@@ -1,0 +1,445 @@
+"""The experiment spec (YAML): the matrix scenario x stack x proxy x speed x seed x traffic.
+
+Every field is described in ``docs/experiments.md``. The model refuses unknown fields and
+bad values with the field's path and the reason (``manetkit.configfile``); checks that need
+the scenarios (node names in ``pairs``, a speed for a static scenario, enough nodes for the
+flows) are made at load too, naming the field. Whether a stack is *built* (``babeld``,
+``batmand`` come with the lab's peer stacks) is checked by :func:`check_stacks_built`
+when a matrix starts, against the lab scenario's own stack list.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from manetkit.configfile import read_yaml_mapping, validate
+from manetkit.errors import UserError
+from manetkit.lab.scenario import (
+    SHIPPED_SCENARIOS,
+    RandomWaypointMobility,
+    Scenario,
+    load_scenario,
+)
+
+# Stacks an experiment may name. babeld and batmand are the peers of issue 10 (real
+# daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
+STACKS = ("dsr", "aodv", "smr", "babeld", "batmand", "none")
+PEER_STACKS = ("babeld", "batmand")
+PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
+# ELFN and BuS need the routing daemon's route events: the peers have none (issue 10).
+EVENT_PROXIES = ("elfn", "bus")
+TRAFFIC_TAGS = ("bulk", "http", "wrk")
+_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+Pair = tuple[str, str]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Traffic(_Strict):
+    name: str | None = Field(None, pattern=_NAME, description="names the runs (default: kind)")
+    duration_s: float | None = Field(
+        None, gt=0, le=3600, description="traffic window; default: the spec's duration_s"
+    )
+
+    def label(self) -> str:
+        raise NotImplementedError
+
+    def endpoints(self) -> list[str]:
+        return []
+
+
+class Bulk(_Traffic):
+    """Bulk TCP with iperf3: ``flows`` simultaneous transfers, one per pair."""
+
+    kind: Literal["bulk"]
+    flows: int = Field(1, ge=1, le=50)
+    pairs: list[Pair] | None = Field(
+        None, description="(sender, receiver) per flow; default: seeded random distinct nodes"
+    )
+
+    @model_validator(mode="after")
+    def _pairs_match(self) -> Bulk:
+        if self.pairs is not None:
+            if len(self.pairs) != self.flows:
+                raise ValueError(f"pairs: {len(self.pairs)} pairs given for flows: {self.flows}")
+            _distinct_ends(self.pairs)
+        return self
+
+    def label(self) -> str:
+        return self.name or f"bulk{self.flows}"
+
+    def endpoints(self) -> list[str]:
+        return [n for p in self.pairs or [] for n in p]
+
+
+class Http(_Traffic):
+    """HTTP sessions after Dyer & Boppana (section III): clients fetch a page and its
+    embedded objects, think, repeat."""
+
+    kind: Literal["http"]
+    clients: int = Field(1, ge=1, le=100)
+    servers: int = Field(1, ge=1, le=100)
+    pairs: list[Pair] | None = Field(
+        None, description="(client, server) per client; default: seeded random nodes"
+    )
+    think_s: tuple[float, float] = Field(
+        (0.0, 15.0), description="think time, uniform in [lo, hi] s (the paper truncates at 15)"
+    )
+    page_timeout_s: float = Field(30.0, gt=0, le=600, description="a page not done by then fails")
+    pages: int = Field(20, ge=1, le=1000, description="pages on each server's site")
+    port: int = Field(8080, ge=1, le=65535)
+
+    @field_validator("think_s")
+    @classmethod
+    def _think_range(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 <= v[0] <= v[1]:
+            raise ValueError("needs 0 <= lo <= hi")
+        return v
+
+    @model_validator(mode="after")
+    def _pairs_match(self) -> Http:
+        if self.pairs is not None:
+            if len(self.pairs) != self.clients:
+                raise ValueError(
+                    f"pairs: {len(self.pairs)} pairs given for clients: {self.clients}"
+                )
+            servers = {s for _, s in self.pairs}
+            if len(servers) != self.servers:
+                raise ValueError(
+                    f"pairs: {len(servers)} distinct servers for servers: {self.servers}"
+                )
+            clients = [c for c, _ in self.pairs]
+            if len(set(clients)) != len(clients) or set(clients) & servers:
+                raise ValueError("pairs: each client once, and no node both client and server")
+        return self
+
+    def label(self) -> str:
+        return self.name or "http"
+
+    def endpoints(self) -> list[str]:
+        return [n for p in self.pairs or [] for n in p]
+
+
+class Wrk(_Traffic):
+    """Raw HTTP load with ``wrk`` (closed loop: ``connections`` keep one request each
+    outstanding) from ``client`` to an HTTP server on ``server``."""
+
+    kind: Literal["wrk"]
+    client: str = "n1"
+    server: str = "n2"
+    connections: int = Field(4, ge=1, le=1000)
+    threads: int = Field(1, ge=1, le=16)
+    port: int = Field(8080, ge=1, le=65535)
+
+    @model_validator(mode="after")
+    def _two_nodes(self) -> Wrk:
+        if self.client == self.server:
+            raise ValueError("client and server must be different nodes")
+        return self
+
+    def label(self) -> str:
+        return self.name or "wrk"
+
+    def endpoints(self) -> list[str]:
+        return [self.client, self.server]
+
+
+Traffic = Annotated[Bulk | Http | Wrk, Field(discriminator="kind")]
+
+
+def _distinct_ends(pairs: list[Pair]) -> None:
+    for i, (a, b) in enumerate(pairs):
+        if a == b:
+            raise ValueError(f"pairs[{i}]: sender and receiver are the same node {a}")
+
+
+class Expected(_Strict):
+    """T_i of Holland & Vaidya's eq. 3.1: a ``manetkit bench chain`` JSON or a table."""
+
+    chain: str | None = Field(None, description="a bench chain result (chain.json)")
+    table_kbps: dict[int, float] | None = Field(
+        None, description="hops -> TCP throughput over a static chain of that many hops, kbit/s"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Expected:
+        if (self.chain is None) == (self.table_kbps is None):
+            raise ValueError("give exactly one of chain (a bench chain JSON) or table_kbps")
+        for hops, kbps in (self.table_kbps or {}).items():
+            if hops < 1 or kbps < 0:
+                raise ValueError(f"table_kbps: {hops}: hops must be >= 1 and kbit/s >= 0")
+        return self
+
+
+class Spec(_Strict):
+    """An experiment: the matrix and how long each run lasts."""
+
+    name: str = Field(pattern=_NAME, description="names the default results directory")
+    scenarios: list[str] = Field(min_length=1, description="shipped name (rwp-30) or YAML path")
+    stacks: list[Literal[STACKS]] = Field(min_length=1)  # type: ignore[valid-type]
+    proxies: list[Literal[PROXIES]] = Field(["none"], min_length=1)  # type: ignore[valid-type]
+    speeds: list[float] = Field(
+        [0.0], min_length=1, description="mobility.speed (m/s) of random-waypoint scenarios"
+    )
+    seeds: list[int] = Field([1], min_length=1, description="scenario seed (movement, flows)")
+    warmup_s: float = Field(5.0, ge=0, le=600, description="after lab up, before the traffic")
+    duration_s: float = Field(30.0, gt=0, le=3600, description="default traffic window")
+    set: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="scenario overrides for every run (as lab up --set)"
+    )
+    expected: Expected | None = None
+    traffics: list[Traffic] = Field(min_length=1)
+
+    # Where the spec file lives (relative scenario / chain paths).
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @field_validator("speeds")
+    @classmethod
+    def _speeds(cls, v: list[float]) -> list[float]:
+        for i, s in enumerate(v):
+            if s < 0:
+                raise ValueError(f"[{i}]: {s} m/s: a speed must be >= 0")
+        return _unique(v)
+
+    @field_validator("seeds", "stacks", "proxies", "scenarios")
+    @classmethod
+    def _no_repeats(cls, v: list[Any]) -> list[Any]:
+        return _unique(v)
+
+    @field_validator("set")
+    @classmethod
+    def _not_matrix_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if key in ("stack", "proxy", "seed", "mobility.speed"):
+                raise ValueError(f"{key}: is a matrix axis (stacks/proxies/seeds/speeds)")
+        return v
+
+    @field_validator("proxies")
+    @classmethod
+    def _some_run(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        stacks = info.data.get("stacks") or []
+        if stacks and all(s in PEER_STACKS for s in stacks) and all(p in EVENT_PROXIES for p in v):
+            raise ValueError(
+                "elfn and bus need the route events the peer stacks (babeld, batmand) do "
+                "not give: this matrix has no run (add plain or fixed-rto)"
+            )
+        return v
+
+    @field_validator("traffics")
+    @classmethod
+    def _unique_names(cls, v: list[Bulk | Http | Wrk]) -> list[Bulk | Http | Wrk]:
+        labels = [t.label() for t in v]
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        if dup:
+            raise ValueError(f"names must be unique, {', '.join(dup)} repeats (set name:)")
+        return v
+
+    def scenario_path(self, ref: str) -> Path:
+        """A shipped scenario by name (``rwp-30``) or a YAML path relative to the spec."""
+        if "/" not in ref and not ref.endswith((".yaml", ".yml")):
+            return SHIPPED_SCENARIOS / f"{ref}.yaml"
+        p = Path(ref)
+        return p if p.is_absolute() else self.base_dir / p
+
+    def resolve(self, ref: str) -> Path:
+        """A path from the spec (``expected.chain``), relative to the spec's directory."""
+        p = Path(ref)
+        return p if p.is_absolute() else self.base_dir / p
+
+    def traffic_duration(self, t: _Traffic) -> float:
+        return t.duration_s if t.duration_s is not None else self.duration_s
+
+    def runs(self) -> list[Run]:
+        """Every run of the matrix, in the order they are made (speed and seed outermost,
+        so a partly done matrix already compares every stack at the first speeds). A peer
+        stack (babeld, batmand) is not run with an elfn or bus proxy: those act on the
+        manetkit daemon's route events, which the peers do not give."""
+        out = []
+        for scen in self.scenarios:
+            for speed in self.speeds:
+                for seed in self.seeds:
+                    for traffic in self.traffics:
+                        for stack in self.stacks:
+                            for proxy in self.proxies:
+                                if stack in PEER_STACKS and proxy in EVENT_PROXIES:
+                                    continue  # no route events to act on (issue 10)
+                                out.append(Run(scen, stack, proxy, speed, seed, traffic.label()))
+        return out
+
+    def traffic(self, label: str) -> Bulk | Http | Wrk:
+        return next(t for t in self.traffics if t.label() == label)
+
+
+def _unique(v: list[Any]) -> list[Any]:
+    seen = [x for i, x in enumerate(v) if x in v[:i]]
+    if seen:
+        raise ValueError(f"{seen[0]!r} is listed twice")
+    return v
+
+
+@dataclass(frozen=True)
+class Run:
+    """One cell of the matrix; :attr:`name` names its JSON (``<name>.json``)."""
+
+    scenario: str
+    stack: str
+    proxy: str
+    speed: float
+    seed: int
+    traffic: str
+
+    @property
+    def name(self) -> str:
+        scen = Path(self.scenario).stem if "/" in self.scenario else self.scenario
+        scen = scen.removesuffix(".yaml")
+        return f"{scen}_{self.stack}_{self.proxy}_v{self.speed:g}_s{self.seed}_{self.traffic}"
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "stack": self.stack,
+            "proxy": self.proxy,
+            "speed": self.speed,
+            "seed": self.seed,
+            "traffic": self.traffic,
+        }
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def spec_from_dict(data: dict, source: str = "<spec>", base_dir: Path | None = None) -> Spec:
+    """Validate a spec; then the checks that need its scenarios (field + reason)."""
+    spec = validate(Spec, {**data, "base_dir": base_dir or Path(".")}, source, "experiment spec",
+                    TRAFFIC_TAGS)  # fmt: skip
+    problems: list[str] = []
+    for i, ref in enumerate(spec.scenarios):
+        path = spec.scenario_path(ref)
+        if not path.is_file():
+            problems.append(f"  scenarios[{i}]: {ref}: no such scenario ({path})")
+            continue
+        try:
+            sc = load_scenario(path, {k: str(v) for k, v in spec.set.items()})
+        except UserError as exc:
+            problems.append(f"  scenarios[{i}]: {ref}: {exc}")
+            continue
+        problems += _check_against(spec, sc, f"scenarios[{i}] ({ref})")
+    if spec.expected is not None and spec.expected.chain is not None:
+        try:
+            chain_table(spec.resolve(spec.expected.chain))
+        except UserError as exc:
+            problems.append(f"  expected.chain: {exc}")
+    if problems:
+        raise UserError(f"{source}: invalid experiment spec\n" + "\n".join(problems))
+    return spec
+
+
+def _check_against(spec: Spec, sc: Scenario, where: str) -> list[str]:
+    out = []
+    moving = isinstance(sc.mobility, RandomWaypointMobility)
+    if not moving and any(s != 0 for s in spec.speeds):
+        out.append(
+            f"  speeds: {where} has {sc.mobility.model} mobility, no speed to set (use speeds: [0])"
+        )
+    names = set(sc.node_names)
+    for i, t in enumerate(spec.traffics):
+        for n in t.endpoints():
+            if n not in names:
+                out.append(f"  traffics[{i}]: node {n!r} is not in {where} (n1..n{sc.nodes})")
+        need = 0
+        if isinstance(t, Bulk) and t.pairs is None:
+            need = 2
+        elif isinstance(t, Http) and t.pairs is None:
+            need = t.clients + t.servers
+        if need > sc.nodes:
+            out.append(f"  traffics[{i}]: needs {need} distinct nodes, {where} has {sc.nodes}")
+    return out
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate an experiment spec file."""
+    p = Path(path)
+    return spec_from_dict(read_yaml_mapping(p, "experiment spec"), str(p), p.resolve().parent)
+
+
+def check_stacks_built(spec: Spec) -> None:
+    """Refuse, before anything runs, a stack the lab does not build (yet): the scenario
+    model's own ``stack`` list is the truth (``lab up --stack``)."""
+    built = get_args(Scenario.model_fields["stack"].annotation)
+    missing = [s for s in spec.stacks if s not in built]
+    if missing:
+        raise UserError(
+            f"stacks: {', '.join(missing)} not built in this checkout's lab "
+            f"(lab up --stack takes {', '.join(built)})"
+        )
+
+
+def chain_table(path: Path) -> dict[int, float]:
+    """T_i in kbit/s from a ``manetkit bench chain`` JSON (``hops``, ``throughput_bps``)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        return {
+            int(h): float(b) / 1000 for h, b in zip(doc["hops"], doc["throughput_bps"], strict=True)
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not a bench chain result ({exc})") from None
+
+
+def throughput_table(spec: Spec) -> dict[int, float] | None:
+    """The spec's T_i (kbit/s by hop count), or None when it gives none."""
+    if spec.expected is None:
+        return None
+    if spec.expected.table_kbps is not None:
+        return dict(spec.expected.table_kbps)
+    return chain_table(spec.resolve(spec.expected.chain or ""))
+
+
+# --- who talks to whom -----------------------------------------------------------------
+
+
+def bulk_pairs(t: Bulk, seed: int, nodes: int) -> list[Pair]:
+    """The flows' (sender, receiver): given, or drawn from the run's seed (the same pairs
+    for every stack and proxy at that seed). No node is in two flows while there are
+    enough nodes; beyond that (25 flows among 30 nodes, Anantharaman et al. Table II)
+    each flow is a random pair, never the same pair twice."""
+    if t.pairs is not None:
+        return list(t.pairs)
+    rng = random.Random(f"bulk-{t.label()}-{seed}")
+    if 2 * t.flows <= nodes:
+        picked = rng.sample(range(1, nodes + 1), 2 * t.flows)
+        return [(f"n{picked[2 * i]}", f"n{picked[2 * i + 1]}") for i in range(t.flows)]
+    if t.flows > nodes * (nodes - 1):
+        raise UserError(f"{t.label()}: {t.flows} flows need more than {nodes} nodes")
+    out: list[Pair] = []
+    while len(out) < t.flows:
+        a, b = rng.sample(range(1, nodes + 1), 2)
+        if (f"n{a}", f"n{b}") not in out:
+            out.append((f"n{a}", f"n{b}"))
+    return out
+
+
+def http_pairs(t: Http, seed: int, nodes: int) -> list[Pair]:
+    """(client, server) per client: given, or drawn from the run's seed; client i uses
+    server i mod M (Dyer & Boppana: 10 clients, 3 servers)."""
+    if t.pairs is not None:
+        return list(t.pairs)
+    rng = random.Random(f"http-{t.label()}-{seed}")
+    picked = [f"n{k}" for k in rng.sample(range(1, nodes + 1), t.clients + t.servers)]
+    servers, clients = picked[: t.servers], picked[t.servers :]
+    return [(c, servers[i % t.servers]) for i, c in enumerate(clients)]

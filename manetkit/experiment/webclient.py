@@ -1,0 +1,121 @@
+"""One HTTP session client (Dyer & Boppana, section III), run inside a lab node:
+
+    python -m manetkit.experiment.webclient --url http://10.42.0.3:8080 --duration 60 \\
+        --think 0,15 --timeout 30 --pages 20 --seed 1 --out pages.json
+
+Alternates transactions and think times until ``--duration`` s have passed: a transaction
+fetches a random page, then each object it embeds (``src="..."``), one after another, a
+new HTTP/1.0 connection each. Its *service time* is from the page's request to the last
+object's last byte. A page fails on any error (refused, reset, a short body, a status
+other than 200) or when it is not done ``--timeout`` s after it began; a page still
+running when the window ends is ``cut`` (neither completed nor failed). The pages are
+written as JSON to ``--out`` at the end, or on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+_SRC = re.compile(rb'src="([^"]+)"')
+
+
+class _Cut(Exception):
+    """The window ended during the page."""
+
+
+def fetch(host: str, port: int, path: str, until: float, window_end: float) -> bytes:
+    """GET ``path``; the body. Raises on error, timeout (``until``) or the window's end."""
+    remaining = min(until, window_end) - time.monotonic()
+    if remaining <= 0:
+        raise _Cut() if window_end <= until else TimeoutError("page timeout")
+    conn = http.client.HTTPConnection(host, port, timeout=remaining)
+    try:
+        conn.request("GET", path, headers={"Connection": "close"})
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise OSError(f"HTTP {resp.status} for {path}")
+        length = resp.getheader("Content-Length")
+        if length is not None and int(length) != len(body):
+            raise OSError(f"short body for {path}: {len(body)} of {length} bytes")
+        return body
+    finally:
+        conn.close()
+
+
+def page(host: str, port: int, k: int, timeout: float, window_end: float) -> dict[str, Any]:
+    """One transaction: the page and its objects."""
+    t0 = time.monotonic()
+    rec: dict[str, Any] = {"start": round(time.time(), 3), "page": k, "objects": 0, "bytes": 0}
+    until = t0 + timeout
+    try:
+        body = fetch(host, port, f"/page{k}.html", until, window_end)
+        rec["bytes"] += len(body)
+        objects = [m.decode() for m in _SRC.findall(body)]
+        rec["objects"] = len(objects)
+        for obj in objects:
+            rec["bytes"] += len(fetch(host, port, obj, until, window_end))
+    except _Cut:
+        rec.update(ok=False, cut=True)
+        return rec
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        cut = time.monotonic() >= window_end
+        rec.update(ok=False, cut=cut, error=f"{type(exc).__name__}: {exc}"[:120])
+        return rec
+    rec.update(ok=True, service_s=round(time.monotonic() - t0, 4))
+    return rec
+
+
+def session(args: argparse.Namespace, pages: list[dict[str, Any]]) -> None:
+    url = urlsplit(args.url)
+    host, port = url.hostname or "", url.port or 80
+    lo, hi = (float(x) for x in args.think.split(","))
+    rng = random.Random(f"client-{args.seed}-{args.url}-{args.client_id}")
+    end = time.monotonic() + args.duration
+    time.sleep(min(rng.uniform(0, 1), args.duration))  # clients do not start in step
+    while time.monotonic() < end:
+        pages.append(page(host, port, rng.randrange(args.pages), args.timeout, end))
+        time.sleep(max(0.0, min(rng.uniform(lo, hi), end - time.monotonic())))
+
+
+def write(out: Path, url: str, pages: list[dict[str, Any]]) -> None:
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"url": url, "pages": pages}) + "\n")
+    tmp.replace(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m manetkit.experiment.webclient")
+    p.add_argument("--url", required=True, help="http://SERVER:PORT")
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--think", default="0,15", help="uniform think time lo,hi (s)")
+    p.add_argument("--timeout", type=float, default=30.0, help="page timeout (s)")
+    p.add_argument("--pages", type=int, default=20, help="pages on the site")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--client-id", default="", help="more randomness (several clients)")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    pages: list[dict[str, Any]] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        write(args.out, args.url, pages)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    session(args, pages)
+    write(args.out, args.url, pages)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""``manetkit experiment report DIR`` from fixture run JSONs: tables and PNGs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from manetkit.errors import UserError
+from manetkit.experiment import report
+from tests.helpers.lab import manetkit
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def bulk_run(stack: str, speed: float, seed: int, kbps: float, expected: float) -> dict:
+    return {
+        "status": "ok",
+        "run": f"rwp-30_{stack}_none_v{speed:g}_s{seed}_bulk1",
+        "params": {"scenario": "rwp-30", "stack": stack, "proxy": "none", "speed": speed,
+                   "seed": seed, "traffic": "bulk1"},
+        "bulk": {
+            "flows": [{"src": "n1", "dst": "n2", "goodput_kbps": kbps, "expected_kbps": expected,
+                       "measured_over_expected": round(kbps / expected, 3), "partition_s": 2.0,
+                       "mean_hops": 2.5}],
+            "goodput_kbps": kbps, "expected_kbps": expected,
+            "measured_over_expected": round(kbps / expected, 3),
+        },
+        "control": {"per_delivered": 0.25},
+    }  # fmt: skip
+
+
+def http_run(stack: str, times: list[float], failed: int) -> dict:
+    pages = [{"ok": True, "service_s": t, "bytes": 1000} for t in times]
+    pages += [{"ok": False, "error": "TimeoutError: timed out", "bytes": 0}] * failed
+    return {
+        "status": "ok",
+        "run": f"rwp-30_{stack}_none_v10_s1_http",
+        "params": {"scenario": "rwp-30", "stack": stack, "proxy": "none", "speed": 10.0,
+                   "seed": 1, "traffic": "http"},
+        "http": {"pairs": [{"client": "n3", "server": "n4", "pages": pages}],
+                 "pages_completed": len(times), "pages_failed": failed},
+        "control": None,
+    }  # fmt: skip
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    docs = [
+        bulk_run("dsr", 1, 1, 600.0, 800.0),
+        bulk_run("dsr", 1, 2, 400.0, 800.0),  # mean over seeds: 500
+        bulk_run("dsr", 20, 1, 150.0, 600.0),
+        bulk_run("aodv", 1, 1, 700.0, 800.0),
+        bulk_run("aodv", 20, 1, 321.5, 600.0),
+        http_run("dsr", [1.0, 2.0, 6.0], 1),
+        http_run("aodv", [0.5, 0.75], 0),
+    ]
+    for d in docs:
+        (runs / f"{d['run']}.json").write_text(json.dumps(d))
+    (runs / "rwp-30_smr_none_v1_s1_bulk1.error.json").write_text('{"status": "failed"}')
+    (runs / "broken.json").write_text("{")  # half written: ignored
+    (tmp_path / "spec.yaml").write_text("name: t\n")
+    return tmp_path
+
+
+def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
+    proc = manetkit("experiment", "report", str(results))
+    dest = results / "report"
+    for png in ("goodput-rwp-30-bulk1.png", "expected-rwp-30-bulk1.png", "http-rwp-30-http.png"):
+        assert (dest / png).read_bytes().startswith(PNG), png
+    md = (dest / "README.md").read_text()
+    # bulk: the seeds' mean, expected, the ratio's mean, control overhead
+    assert "| rwp-30 | bulk1 | dsr | 1 | 1,2 | 1 | 500.0 | 800.0 | 0.62 | 2.0 | 0.250 |" in md
+    assert "| rwp-30 | bulk1 | aodv | 20 | 1 | 1 | 321.5 | 600.0 | 0.54 |" in md
+    # http: pages done / failed, mean and median service time over every page
+    assert "| rwp-30 | http | dsr | 10 | 1 | 3 | 1 | 3.00 | 2.00 | - |" in md
+    assert "| rwp-30 | http | aodv | 10 | 1 | 2 | 0 | 0.62 | 0.75 | - |" in md
+    assert "rwp-30_smr_none_v1_s1_bulk1" in md  # failed runs are listed
+    assert "![goodput-rwp-30-bulk1](goodput-rwp-30-bulk1.png)" in md
+    assert "name: t" in md  # the spec
+    assert "321.5" in proc.stdout  # and printed
+    summary = json.loads((dest / "summary.json").read_text())
+    assert [r["variant"] for r in summary["bulk"]] == ["aodv", "aodv", "dsr", "dsr"]
+    assert summary["http"][0]["pages_completed"] == 2
+
+
+def test_a_directory_without_runs_is_refused(tmp_path: Path):
+    with pytest.raises(UserError, match="no runs/"):
+        report.make_report(tmp_path)
+    proc = manetkit("experiment", "report", str(tmp_path), check=False)
+    assert proc.returncode == 2 and "not an experiment results directory" in proc.stderr

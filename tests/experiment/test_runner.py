@@ -1,0 +1,75 @@
+"""The runner: one JSON per run named by its parameters, finished runs skipped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from manetkit.experiment import runner
+from manetkit.experiment.spec import spec_from_dict
+
+SPEC = {
+    "name": "t",
+    "scenarios": ["rwp-30"],
+    "stacks": ["dsr", "aodv"],
+    "speeds": [1, 20],
+    "seeds": [1],
+    "traffics": [{"kind": "bulk"}],
+}
+
+
+class FakeRuns:
+    def __init__(self, fail: set[str] = frozenset()):
+        self.made: list[str] = []
+        self.fail = fail
+
+    def __call__(self, spec, run, work):
+        self.made.append(run.name)
+        if run.name in self.fail:
+            raise RuntimeError("lab broke")
+        work.mkdir(parents=True)
+        return {"status": "ok", "run": run.name, "params": run.params()}
+
+
+def test_each_run_writes_its_json_and_a_second_pass_skips_them(tmp_path):
+    spec = spec_from_dict(SPEC)
+    names = [r.name for r in spec.runs()]
+    assert names == ["rwp-30_dsr_none_v1_s1_bulk1", "rwp-30_aodv_none_v1_s1_bulk1",
+                     "rwp-30_dsr_none_v20_s1_bulk1", "rwp-30_aodv_none_v20_s1_bulk1"]  # fmt: skip
+    fake = FakeRuns()
+    res = runner.run_matrix(spec, tmp_path, fake, limit=3)
+    assert fake.made == names[:3] and res.left == names[3:]
+    for n in names[:3]:
+        assert json.loads((tmp_path / "runs" / f"{n}.json").read_text())["run"] == n
+    assert not (tmp_path / "work").exists()  # raw files of finished runs are gone
+    again = FakeRuns()
+    res = runner.run_matrix(spec, tmp_path, again)
+    assert again.made == names[3:]
+    assert res.skipped == names[:3] and res.done == names[3:]
+
+
+def test_a_failed_or_half_written_run_is_made_again(tmp_path):
+    spec = spec_from_dict(SPEC)
+    names = [r.name for r in spec.runs()]
+    fake = FakeRuns(fail={names[1]})
+    res = runner.run_matrix(spec, tmp_path, fake)
+    assert res.failed == [names[1]] and len(res.done) == 3
+    err = json.loads((tmp_path / "runs" / f"{names[1]}.error.json").read_text())
+    assert err["status"] == "failed" and "lab broke" in err["error"]
+    (tmp_path / "runs" / f"{names[2]}.json").write_text('{"status": "o')  # a crash mid-write
+    again = FakeRuns()
+    runner.run_matrix(spec, tmp_path, again)
+    assert again.made == [names[1], names[2]]
+    assert not (tmp_path / "runs" / f"{names[1]}.error.json").exists()
+
+
+def test_interrupting_a_run_leaves_no_json_for_it(tmp_path):
+    spec = spec_from_dict(SPEC)
+
+    def interrupted(spec, run, work):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_matrix(spec, tmp_path, interrupted)
+    assert list((tmp_path / "runs").iterdir()) == []

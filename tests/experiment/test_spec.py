@@ -1,0 +1,116 @@
+"""The experiment spec: refused with field + reason; the runs it expands to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from manetkit.errors import UserError
+from manetkit.experiment import spec as S
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def base(**over):
+    doc = {
+        "name": "t",
+        "scenarios": ["chain-5"],
+        "stacks": ["dsr"],
+        "traffics": [{"kind": "bulk", "pairs": [["n1", "n5"]]}],
+    }
+    doc.update(over)
+    return doc
+
+
+def refused(doc) -> str:
+    with pytest.raises(UserError) as exc:
+        S.spec_from_dict(doc, "x.yaml")
+    return str(exc.value)
+
+
+def test_the_shipped_specs_load():
+    smoke = S.load_spec(REPO / "configs" / "experiments" / "smoke.yaml")
+    assert [r.name for r in smoke.runs()] == [
+        "chain-3_dsr_none_v0_s1_bulk1",
+        "chain-3_dsr_none_v0_s1_http",
+    ]
+    assert S.throughput_table(smoke)[2] == 683
+    mob = S.load_spec(REPO / "configs" / "experiments" / "mobility.yaml")
+    runs = mob.runs()
+    # peers are not run with elfn; everything else is
+    assert not [r for r in runs if r.stack in S.PEER_STACKS and r.proxy == "elfn"]
+    assert len(runs) == 2 * 3 * 3 * 3 * (3 * 2 + 2)
+    assert len({r.name for r in runs}) == len(runs)
+
+
+@pytest.mark.parametrize(
+    ("over", "field", "reason"),
+    [
+        ({"stacks": ["dsx"]}, "stacks[0]", "Input should be"),
+        ({"stacks": ["dsr", "dsr"]}, "stacks", "listed twice"),
+        ({"proxies": ["elfn2"]}, "proxies[0]", "Input should be"),
+        ({"speeds": [-1]}, "speeds", ">= 0"),
+        ({"speeds": [5]}, "speeds", "static mobility"),
+        ({"seeds": []}, "seeds", "at least 1"),
+        ({"warmup_s": -1}, "warmup_s", "greater than or equal"),
+        ({"set": {"stack": "aodv"}}, "set", "matrix axis"),
+        ({"scenarios": ["nosuch"]}, "scenarios[0]", "no such scenario"),
+        ({"bogus": 1}, "bogus", "Extra inputs"),
+        ({"expected": {}}, "expected", "exactly one"),
+        ({"expected": {"chain": "missing.json"}}, "expected.chain", "not a bench chain"),
+        ({"traffics": []}, "traffics", "at least 1"),
+        ({"traffics": [{"kind": "ftp"}]}, "traffics[0]", "kind"),
+        ({"traffics": [{"kind": "bulk", "flows": 2, "pairs": [["n1", "n2"]]}]},
+         "traffics[0]: pairs", "1 pairs given for flows: 2"),
+        ({"traffics": [{"kind": "bulk", "pairs": [["n1", "n9"]]}]}, "traffics[0]", "'n9' is not in"),
+        ({"traffics": [{"kind": "bulk", "pairs": [["n1", "n1"]]}]}, "traffics[0]", "same node"),
+        ({"traffics": [{"kind": "http", "clients": 4, "servers": 2}]}, "traffics[0]", "needs 6 distinct"),
+        ({"traffics": [{"kind": "http", "think_s": [5, 1]}]}, "traffics[0].think_s", "lo <= hi"),
+        ({"traffics": [{"kind": "wrk", "client": "n2", "server": "n2"}]}, "traffics[0]", "different"),
+        ({"traffics": [{"kind": "bulk"}, {"kind": "bulk"}]}, "traffics", "bulk1 repeats"),
+        ({"stacks": ["babeld"], "proxies": ["elfn"]}, "proxies", "no run"),
+    ],
+)  # fmt: skip
+def test_a_bad_spec_is_refused_naming_the_field(over, field, reason):
+    msg = refused(base(**over))
+    assert msg.startswith("x.yaml: invalid experiment spec")
+    line = next((ln for ln in msg.splitlines() if ln.strip().startswith(field)), None)
+    assert line is not None, msg
+    assert reason in msg, msg
+
+
+def test_peer_stacks_are_accepted_but_checked_against_the_lab_when_run():
+    sp = S.spec_from_dict(base(stacks=["dsr", "babeld", "batmand"]))
+    built = S.Scenario.model_fields["stack"].annotation.__args__
+    if "babeld" in built and "batmand" in built:
+        S.check_stacks_built(sp)  # the peers have landed
+    else:
+        with pytest.raises(UserError, match=r"^stacks: .*babeld.* not built"):
+            S.check_stacks_built(sp)
+    S.check_stacks_built(S.spec_from_dict(base()))
+
+
+def test_a_chain_result_gives_the_table(tmp_path):
+    (tmp_path / "chain.json").write_text('{"hops": [1, 2], "throughput_bps": [1400000, 700000]}')
+    sp = S.spec_from_dict(base(expected={"chain": "chain.json"}), base_dir=tmp_path)
+    assert S.throughput_table(sp) == {1: 1400.0, 2: 700.0}
+
+
+def test_random_pairs_depend_on_the_seed_only_and_share_nodes_only_when_needed():
+    bulk = S.Bulk(kind="bulk", flows=3)
+    a = S.bulk_pairs(bulk, 1, 30)
+    assert a == S.bulk_pairs(bulk, 1, 30) and a != S.bulk_pairs(bulk, 2, 30)
+    assert len({n for p in a for n in p}) == 6
+    many = S.bulk_pairs(S.Bulk(kind="bulk", flows=25), 1, 30)
+    assert len(set(many)) == 25 and all(x != y for x, y in many)
+    http = S.Http(kind="http", clients=10, servers=3)
+    pairs = S.http_pairs(http, 1, 50)
+    assert len(pairs) == 10 and len({s for _, s in pairs}) == 3
+    assert not {c for c, _ in pairs} & {s for _, s in pairs}
+
+
+def test_run_names_carry_every_parameter():
+    r = S.Run("rwp-30", "aodv", "elfn", 2.5, 3, "bulk25")
+    assert r.name == "rwp-30_aodv_elfn_v2.5_s3_bulk25"
+    assert S.Run("cfg/my.yaml", "dsr", "none", 0, 1, "http").name == "my_dsr_none_v0_s1_http"
