@@ -1,0 +1,43 @@
+"""The CI smoke matrix end to end: configs/experiments/smoke.yaml through the real CLI
+(chain-3, DSR, bulk TCP 5 s with iperf3, one HTTP session client 10 s), then its report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from manetkit.lab import netns
+from tests.helpers.lab import REPO, manetkit
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+
+def test_the_smoke_matrix_runs_end_to_end_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (tmp_path / "run").mkdir()
+    monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path / "run"))  # the labs' files, private
+    out = tmp_path / "smoke"
+    spec = REPO / "configs" / "experiments" / "smoke.yaml"
+    manetkit("experiment", str(spec), "--out", str(out), timeout=150)
+    runs = out / "runs"
+    bulk = json.loads((runs / "chain-3_dsr_none_v0_s1_bulk1.json").read_text())
+    flow = bulk["bulk"]["flows"][0]
+    assert (flow["src"], flow["dst"]) == ("n1", "n3")
+    assert flow["goodput_kbps"] > 0
+    # static chain-3: n1..n3 is 2 hops all along, so T_exp is the table's T_2
+    assert bulk["ground_truth"]["pairs"]["n1-n3"]["hops_s"] == {"2": 5.0}
+    assert flow["expected_kbps"] == 683.0
+    assert flow["measured_over_expected"] == pytest.approx(flow["goodput_kbps"] / 683.0, abs=1e-3)
+    assert bulk["control"]["delivered_packets"] > 0
+    http = json.loads((runs / "chain-3_dsr_none_v0_s1_http.json").read_text())["http"]
+    assert http["pages_completed"] >= 1
+    assert http["service_s"]["mean"] > 0
+    assert (out / "report" / "goodput-chain-3-bulk1.png").exists()
+    assert (out / "report" / "http-chain-3-http.png").exists()
+    assert not netns.list_names("mk-mkx")  # every lab of the runs is down
+    # a second pass finds both runs done and runs no lab
+    again = manetkit("experiment", str(spec), "--out", str(out), "--no-report", timeout=30)
+    assert "made 0, already done 2" in again.stdout
