@@ -78,8 +78,9 @@ def run_matrix(
     (``--limit``); each under ``lock`` if given (taken per run, not for the matrix)."""
     runs = spec.runs()
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    if spec_file is not None:
-        shutil.copyfile(spec_file, out / "spec.yaml")
+    copy = out / "spec.yaml"
+    if spec_file is not None and not (copy.exists() and copy.samefile(spec_file)):
+        shutil.copyfile(spec_file, copy)
     result = Outcome()
     todo = []
     for r in runs:

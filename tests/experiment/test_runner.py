@@ -73,3 +73,15 @@ def test_interrupting_a_run_leaves_no_json_for_it(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         runner.run_matrix(spec, tmp_path, interrupted)
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_the_spec_is_kept_beside_the_runs_even_when_it_lives_there(tmp_path):
+    spec_file = tmp_path / "elsewhere.yaml"
+    spec_file.write_text("name: t\n")
+    spec = spec_from_dict(SPEC)
+    runner.run_matrix(spec, tmp_path / "out", FakeRuns(), limit=0, spec_file=spec_file)
+    assert (tmp_path / "out" / "spec.yaml").read_text() == "name: t\n"
+    # the results directory is the spec's own directory (docs/results/NAME/spec.yaml)
+    runner.run_matrix(spec, tmp_path / "out", FakeRuns(), limit=0,
+                      spec_file=tmp_path / "out" / "spec.yaml")  # fmt: skip
+    assert (tmp_path / "out" / "spec.yaml").read_text() == "name: t\n"
