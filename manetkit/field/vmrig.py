@@ -335,8 +335,8 @@ def run_rig(
         (results / "run.sh").write_text(guest_launcher(plan))
         # The interpreter may live in a virtualenv under /tmp too ("python3: not found").
         interpreter = [Path(sys.prefix), Path(sys.executable).resolve().parent]
-        keep = kept_paths([REPO_ROOT, *interpreter, *map(Path, python_path())])
-        argv = qemu_command(kernel, initramfs, results, keep_cmdline(keep))
+        kept = kept_paths([REPO_ROOT, *interpreter, *map(Path, python_path())])
+        argv = qemu_command(kernel, initramfs, results, keep_cmdline(kept))
         console = run_qemu(argv, timeout)
         (results / "console.log").write_text(console)
         report_file = results / "result.json"
