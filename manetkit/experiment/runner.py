@@ -12,18 +12,17 @@ spec is copied to ``spec.yaml`` beside the runs, so a report says what made it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import shutil
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from manetkit.bench import report
+from manetkit.bench import labrun, report
 from manetkit.console import console
 from manetkit.experiment.spec import Run, Spec
 
@@ -48,20 +47,6 @@ def is_done(out: Path, run: Run) -> bool:
         return json.loads(result_path(out, run).read_text()).get("status") == "ok"
     except (OSError, ValueError, AttributeError):
         return False
-
-
-@contextlib.contextmanager
-def locked(path: str | None) -> Iterator[None]:
-    """Hold an flock on ``path`` (a shared machine's one-lab-at-a-time lock), if given."""
-    if not path:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run_matrix(
@@ -106,7 +91,7 @@ def run_matrix(
             work = out / "work" / r.name
             err = out / "runs" / f"{r.name}.error.json"
             try:
-                with locked(lock):
+                with labrun.locked(lock):
                     doc = run_fn(spec, r, work)
             except Exception as exc:  # noqa: BLE001 - one failed run must not stop the matrix
                 result.failed.append(r.name)
