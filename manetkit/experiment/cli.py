@@ -4,6 +4,7 @@ makes its report (docs/experiments.md)."""
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 from manetkit.console import console
@@ -41,6 +42,10 @@ def run_spec(args: argparse.Namespace) -> int:
     if any(isinstance(t, Wrk) for t in spec.traffics):
         wrk.require()
     console.print(f"{spec.name}: {len(runs)} runs into {out}")
+    # SIGTERM (and SIGINT in a background job, where the shell ignores it) must still
+    # bring the current run's lab down: turn them into an exception the run unwinds.
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     res = runner.run_matrix(
         spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
         keep_work=args.keep_work,
@@ -54,6 +59,10 @@ def run_spec(args: argparse.Namespace) -> int:
 
         make_report(out)
     return 1 if res.failed else 0
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,9 @@
 
 The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random waypoint)
 ``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. The traffic
-starts ``warmup_s`` after the lab is up and lasts its window; the daemons' counters are
+starts ``warmup_s`` after the *medium* started (the same movement in every stack's
+window at a seed and speed; ``late_s`` > 0 when the lab took longer to come up) and
+lasts its window; the daemons' counters are
 read at both ends of the window, and the medium's ground-truth log before the lab goes
 down (it lives in the lab's directory). Whatever happens the lab is brought down and every
 process the run started is stopped.
@@ -61,6 +63,18 @@ def _control(lab: str, n: int, stack: str) -> dict[str, int] | None:
     return metrics.control_totals(_statuses(lab, n)) if stack in MANETKIT_STACKS else None
 
 
+def medium_start(lab: str) -> float:
+    """Unix time of the medium's t = 0 (the ground-truth log's first line has both)."""
+
+    def first() -> dict[str, Any] | None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            return read_log(paths.ground_truth_log(lab))[0]
+        return None
+
+    ev = procs.wait_for(first, 10, "the medium's ground-truth log")
+    return float(ev["wall"]) - float(ev["t"])
+
+
 def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     """Make ``run``; its JSON document (``status: ok``). Raises on a failed lab."""
     traffic = spec.traffic(run.traffic)
@@ -88,7 +102,12 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         t_up = time.monotonic()
         nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
-        time.sleep(spec.warmup_s)
+        # The traffic starts warmup_s of *medium* time after the medium started, so at
+        # one seed and speed every stack's window sees the same movement, however long
+        # its lab took to come up.
+        start = medium_start(lab) + spec.warmup_s
+        doc["late_s"] = round(max(0.0, time.time() - start), 2)
+        time.sleep(max(0.0, start - time.time()))
         c0 = _control(lab, n, run.stack)
         if isinstance(traffic, Bulk):
             pairs = bulk_pairs(traffic, run.seed, n)
@@ -106,7 +125,9 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         bulk.stop(flows)
         procs.stop_all(started, grace=5)
         nodes.down(lab)
-    doc["window"] = {"start": round(w0, 3), "end": round(w1, 3), "duration_s": duration}
+    t0 = float(events[0]["wall"]) - float(events[0]["t"])
+    doc["window"] = {"start": round(w0, 3), "end": round(w1, 3), "duration_s": duration,
+                     "medium_t": round(w0 - t0, 2)}  # fmt: skip
     table = throughput_table(spec)
     gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
     doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}

@@ -198,7 +198,12 @@ class Spec(_Strict):
         [0.0], min_length=1, description="mobility.speed (m/s) of random-waypoint scenarios"
     )
     seeds: list[int] = Field([1], min_length=1, description="scenario seed (movement, flows)")
-    warmup_s: float = Field(5.0, ge=0, le=600, description="after lab up, before the traffic")
+    warmup_s: float = Field(
+        30.0,
+        ge=0,
+        le=600,
+        description="medium time before the traffic (from the medium's start: lab up included)",
+    )
     duration_s: float = Field(30.0, gt=0, le=3600, description="default traffic window")
     set: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="scenario overrides for every run (as lab up --set)"
