@@ -312,6 +312,12 @@ def make_report(results: Path) -> Path:
     if w:
         out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
+    late = [(d["run"], d["late_s"]) for d in docs if (d.get("late_s") or 0) > 0]
+    if late:
+        md += ["## Runs whose traffic started late", "",
+               "Their lab took longer to come up than `warmup_s`: their window saw later "
+               "movement than the other stacks' at that seed.", "",
+               *[f"- {name}: {s:g} s late" for name, s in late], ""]  # fmt: skip
     if failed:
         md += ["## Failed runs", "", *[f"- {f} (runs/{f}.error.json)" for f in failed], ""]
     if spec.exists():

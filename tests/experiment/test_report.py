@@ -54,7 +54,7 @@ def results(tmp_path: Path) -> Path:
         bulk_run("dsr", 1, 2, 400.0, 800.0),  # mean over seeds: 500
         bulk_run("dsr", 20, 1, 150.0, 600.0),
         bulk_run("aodv", 1, 1, 700.0, 800.0),
-        bulk_run("aodv", 20, 1, 321.5, 600.0),
+        {**bulk_run("aodv", 20, 1, 321.5, 600.0), "late_s": 2.5},
         http_run("dsr", [1.0, 2.0, 6.0], 1),
         http_run("aodv", [0.5, 0.75], 0),
     ]
@@ -79,6 +79,7 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     assert "| rwp-30 | http | dsr | 10 | 1 | 3 | 1 | 3.00 | 2.00 | - |" in md
     assert "| rwp-30 | http | aodv | 10 | 1 | 2 | 0 | 0.62 | 0.75 | - |" in md
     assert "rwp-30_smr_none_v1_s1_bulk1" in md  # failed runs are listed
+    assert "- rwp-30_aodv_none_v20_s1_bulk1: 2.5 s late" in md
     assert "![goodput-rwp-30-bulk1](goodput-rwp-30-bulk1.png)" in md
     assert "name: t" in md  # the spec
     assert "321.5" in proc.stdout  # and printed
