@@ -208,7 +208,32 @@ class DaemonConfig(_Strict):
         for dst, hop in self.static_routes.items():
             if dst not in self.prefix or hop not in self.prefix:
                 raise ValueError(f"static_routes {dst}: {hop}: both must be inside {self.prefix}")
+        self._check_rfp_inputs()
         return self
+
+    def _check_rfp_inputs(self) -> None:
+        """Atra RFP fits a slope to received powers (Anantharaman et al. IV-A): refuse a
+        setup where it could never predict, instead of running with it silently inert."""
+        engine = self.engine_config()
+        if engine is None or not engine.atra.rfp:
+            return
+        atra, sensing = engine.atra, self.link_sensing
+        if sensing.backend == "hello":
+            raise ValueError(
+                "atra.rfp: link_sensing.backend 'hello' reports no received powers; "
+                "RFP needs 'lab' or 'nl80211'"
+            )
+        # The median of three drops two samples, and a fit of ``history`` points has
+        # too few degrees of freedom to pass the noise guard (min_t_stat, scaled by
+        # Student's t): two more points are needed, so history + 4 polls in the window.
+        need = atra.history + 4
+        if atra.window_s < (need - 1) * sensing.poll_s:
+            raise ValueError(
+                f"atra.window_s: {atra.window_s:g} s holds fewer than history + 4 = "
+                f"{need} polls of link_sensing.poll_s {sensing.poll_s:g} s; "
+                f"RFP would never predict (raise window_s to "
+                f">= {(need - 1) * sensing.poll_s:g} or lower poll_s)"
+            )
 
     def tun_mtu(self) -> int:
         """TUN MTU so that nothing fragments on a 1500-byte radio (DSR adds its header)."""

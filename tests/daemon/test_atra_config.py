@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,14 @@ def test_off_by_default() -> None:
 
 @pytest.mark.parametrize("protocol", ["dsr", "smr", "aodv"])
 def test_top_level_section_reaches_the_engine(protocol: str) -> None:
-    cfg = parse_config({**BASE, "protocol": protocol, "atra": {"rfp": True, "pre": True}})
+    cfg = parse_config(
+        {
+            **BASE,
+            "protocol": protocol,
+            "link_sensing": {"backend": "nl80211"},
+            "atra": {"rfp": True, "pre": True},
+        }
+    )
     atra = cfg.engine_config().atra
     assert atra.rfp and atra.pre and not atra.srp
 
@@ -58,3 +66,25 @@ def test_lab_set_reaches_the_daemons(monkeypatch: pytest.MonkeyPatch) -> None:
     assert made[0]["atra"] == {"rfp": True, "pre": True}
     atra = parse_config(made[0]).engine_config().atra
     assert atra.rfp and atra.pre
+
+
+@pytest.mark.parametrize(
+    ("sensing", "atra", "needle"),
+    [
+        ({}, {"rfp": True}, "atra.rfp: link_sensing.backend 'hello' reports no received powers"),
+        (
+            {"backend": "nl80211", "poll_s": 1.0},
+            {"rfp": True},
+            "atra.window_s: 4 s holds fewer than history + 4 = 7 polls",
+        ),
+    ],
+)
+def test_rfp_that_could_never_predict_is_refused(sensing, atra, needle) -> None:
+    """No powers (hello), or too few polls in the fit window (median of three, then
+    ``history`` points): RFP would be silently inert, so the config is refused."""
+    with pytest.raises(UserError, match=re.escape(needle)):
+        parse_config({**BASE, "link_sensing": sensing, "atra": atra})
+    # the same window with polls dense enough, or pre/srp alone, are fine
+    parse_config({**BASE, "link_sensing": {**sensing, "backend": "nl80211", "poll_s": 0.5},
+                  "atra": atra})  # fmt: skip
+    parse_config({**BASE, "atra": {"pre": True, "srp": True}})
