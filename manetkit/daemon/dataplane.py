@@ -45,6 +45,10 @@ BATCH = 256
 RadioHandler = Callable[[bytes, bytes], None]  # (src_mac, ipv4 packet)
 TunHandler = Callable[[bytes], None]  # (ipv4 packet)
 
+# errno of a packet socket whose interface was deleted (or went down): ENETDOWN once on
+# recv, then silence; ENXIO/ENODEV on send. The shell re-opens the socket (docs/daemon.md).
+RADIO_GONE = frozenset({errno.ENETDOWN, errno.ENXIO, errno.ENODEV})
+
 
 def open_radio(interface: str, ethertype: int) -> socket.socket:
     """A raw packet socket on ``interface`` that receives only ``ethertype`` frames."""
@@ -94,6 +98,7 @@ class DataPlane:
         self.tun_write_errors = 0
         self.not_for_us = 0
         self.rx_overheard = 0
+        self.radio_lost: OSError | None = None  # set when the radio interface went away
 
     @classmethod
     def open(cls, tun_name: str, interface: str, ethertype: int) -> DataPlane:
@@ -127,7 +132,8 @@ class DataPlane:
             except BlockingIOError:
                 break
             except OSError as exc:
-                if exc.errno in (errno.ENETDOWN, errno.ENXIO):
+                if exc.errno in RADIO_GONE:
+                    self.radio_lost = exc
                     break
                 raise
             n += 1
@@ -165,16 +171,50 @@ class DataPlane:
             hdr = self._headers[mac] = mac + self.mac + self._etype
         try:
             self.radio.send(hdr + packet)
-        except OSError:
+        except OSError as exc:
             # ENOBUFS/EAGAIN: the interface queue is full; like a full 802.11 queue, drop.
             self.tx_errors += 1
+            if exc.errno in RADIO_GONE:
+                self.radio_lost = exc
             return False
         self.tx_frames += 1
         self.tx_bytes += len(packet)
         return True
 
     # -- TUN side
+    def reopen_radio(self, interface: str) -> None:
+        """A new packet socket on ``interface`` (it was deleted and came back)."""
+        sock = open_radio(interface, self.ethertype)
+        self.radio.close()
+        self.radio = sock
+        self.mac = sock.getsockname()[4][:6]
+        self._headers.clear()
+        self.radio_lost = None
+
+    def refresh_mac(self) -> bool:
+        """Re-read the radio's MAC (getsockname reads the device's current address);
+        True if it changed. A re-plugged interface may get its address only after it
+        appeared (the lab radio sets it after creating the TAP; ``ip link set address``)."""
+        try:
+            mac = self.radio.getsockname()[4][:6]
+        except OSError:
+            return False
+        if mac == self.mac:
+            return False
+        self.mac = mac
+        self._headers.clear()
+        return True
+
+    def reopen_tun(self, tun_name: str) -> None:
+        """A new TUN ``tun_name`` (the old one was deleted: its fd reads EBADFD)."""
+        if self.tun_fd >= 0:
+            os.close(self.tun_fd)
+            self.tun_fd = -1
+        self.tun_fd = open_tun(tun_name)
+
     def drain_tun(self, handler: TunHandler, batch: int = BATCH) -> int:
+        """Read up to ``batch`` packets; an OSError other than EAGAIN (EBADFD: the TUN
+        was deleted) propagates to the shell."""
         read = os.read
         fd = self.tun_fd
         n = 0

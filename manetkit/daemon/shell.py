@@ -60,6 +60,8 @@ from manetkit.macaddr import format_mac, parse_mac
 log = logging.getLogger("manetkit.daemon")
 
 _ETH_HLEN = 14
+RADIO_RETRY_S = 0.2  # how often a vanished radio interface is looked for
+MAC_CHECK_S = 0.5  # how often the radio's MAC is re-read (it may change under us)
 T = TypeVar("T")
 
 
@@ -120,6 +122,8 @@ class Daemon:
         self._tasks: list[asyncio.Task[None]] = []
         self._kexec = ThreadPoolExecutor(1, thread_name_prefix="kernel")
         self._stop = asyncio.Event()
+        self._fatal: str | None = None  # why the daemon stops on its own (exit non-zero)
+        self._recovering: set[str] = set()  # "tun", "radio": a recovery task is running
         self._hello_port = cfg.link_sensing.hello.port
         # Control-plane MACs (docs/security.md): verified before the engine, signed after.
         self.auth = Authenticator.from_config(cfg.auth, self._hello_port) if cfg.auth else None
@@ -161,6 +165,7 @@ class Daemon:
             loop.add_reader(self.dp.radio.fileno(), self._on_radio)
             loop.add_reader(self.dp.tun_fd, self._on_tun)
             self._start_link_sensing()
+            self._tasks.append(asyncio.create_task(self._watch_mac()))
             try:
                 await self.events.start()
             except OSError as exc:
@@ -177,6 +182,8 @@ class Daemon:
             await self._stop.wait()
         finally:
             await self._shutdown()
+        if self._fatal is not None:
+            raise UserError(self._fatal)
 
     async def _kcall(self, fn: Callable[..., T], *args: Any) -> T:
         """Run kernel glue in its own thread: pyroute2's sync API runs its own event
@@ -266,6 +273,8 @@ class Daemon:
         self._now = self._loop.time()
         self.dp.drain_radio(self._rx_frame, overheard=self._overheard)
         self._transmit()
+        if self.dp.radio_lost is not None:
+            self._radio_lost()
 
     def _rx_frame(self, mac: bytes, packet: bytes) -> None:
         if self.auth is not None and (packet := self._verified(mac, packet)) is None:
@@ -292,8 +301,105 @@ class Daemon:
         assert self._loop is not None and self.dp is not None
         now = self._now = self._loop.time()
         send_local = self.engine.send_local
-        self.dp.drain_tun(lambda p: send_local(now, p))
+        try:
+            self.dp.drain_tun(lambda p: send_local(now, p))
+        except OSError as exc:  # EBADFD: someone deleted the TUN (`ip link del mesh0`)
+            self._tun_lost(exc)
         self._transmit()
+
+    # -- faults: an interface deleted under the daemon (issue 12) ------------------------
+    def _tun_lost(self, exc: OSError) -> None:
+        """The TUN was deleted: its fd polls EPOLLERR and reads EBADFD for ever. Say so
+        once, stop reading it, and create it again (address, MTU, route)."""
+        assert self._loop is not None and self.dp is not None
+        self._loop.remove_reader(self.dp.tun_fd)
+        if "tun" in self._recovering:
+            return
+        self._recovering.add("tun")
+        log.warning("%s was deleted (%s); re-creating it", self.cfg.tun_name, exc.strerror)
+        self._tasks.append(asyncio.create_task(self._recreate_tun()))
+
+    async def _recreate_tun(self) -> None:
+        assert self._loop is not None and self.dp is not None and self.kernel is not None
+        name = self.cfg.tun_name
+        try:
+            await self._kcall(self.kernel.undo)  # what went with the device: forget it
+            await self._kcall(self.kernel.remove_stale_tun)
+            self.dp.reopen_tun(name)
+            await self._kcall(self.kernel.configure_tun)
+        except (OSError, LookupError) as exc:  # NetlinkError is an OSError
+            self._die(f"{name} was deleted and cannot be re-created: {exc}")
+            return
+        finally:
+            self._recovering.discard("tun")
+        self._loop.add_reader(self.dp.tun_fd, self._on_tun)
+        log.info("%s re-created (%s/32, route to %s)", name, self.cfg.address, self.cfg.prefix)
+
+    def _radio_lost(self) -> None:
+        """The radio interface went away (unplugged, ``ip link del``): the packet
+        socket reported ENETDOWN/ENXIO once and is deaf from then on. Say so once and
+        wait for an interface of that name to come back, then re-open the socket."""
+        assert self._loop is not None and self.dp is not None
+        if "radio" in self._recovering:
+            return
+        self._recovering.add("radio")
+        err = self.dp.radio_lost
+        self._loop.remove_reader(self.dp.radio.fileno())
+        log.warning(
+            "radio interface %s is gone (%s); waiting for it to come back",
+            self.cfg.radio_interface,
+            err.strerror if err else "?",
+        )
+        self._tasks.append(asyncio.create_task(self._await_radio()))
+
+    async def _await_radio(self) -> None:
+        assert self._loop is not None and self.dp is not None and self.kernel is not None
+        name = self.cfg.radio_interface
+        seen = False
+        try:
+            while True:
+                await asyncio.sleep(RADIO_RETRY_S)
+                try:
+                    await self._kcall(self.kernel.check_radio)  # exists? then bring it up
+                except LookupError:
+                    seen = False
+                    continue
+                if not seen:  # just created: let its owner set it up (MAC) first
+                    seen = True
+                    continue
+                if self.engine.wants_overheard:
+                    await self._kcall(self.kernel.set_radio_promiscuous)
+                try:
+                    self.dp.reopen_radio(name)
+                except OSError as exc:
+                    log.debug("%s not usable yet: %s", name, exc)
+                    continue
+                break
+        except OSError as exc:
+            self._die(f"radio interface {name} came back but cannot be used: {exc}")
+            return
+        finally:
+            self._recovering.discard("radio")
+        self._macs.clear()
+        self._loop.add_reader(self.dp.radio.fileno(), self._on_radio)
+        log.info("radio interface %s is back (MAC %s)", name, format_mac(self.dp.mac))
+
+    async def _watch_mac(self) -> None:
+        """Follow the radio's MAC: frames to the old one would read as not for us."""
+        while True:
+            await asyncio.sleep(MAC_CHECK_S)
+            if self.dp is not None and self.dp.refresh_mac():
+                log.info(
+                    "radio interface %s has MAC %s now",
+                    self.cfg.radio_interface,
+                    format_mac(self.dp.mac),
+                )
+
+    def _die(self, why: str) -> None:
+        """A fault the daemon cannot recover from: log it once, exit non-zero."""
+        log.error("%s; exiting", why)
+        self._fatal = why
+        self._stop.set()
 
     def _transmit(self) -> None:
         """Carry out the engine's actions, then re-arm its one timer."""
@@ -331,6 +437,8 @@ class Daemon:
             elif t is Dropped:
                 self.drops[a.reason] += 1
         self._arm_engine_timer()
+        if dp.radio_lost is not None:
+            self._radio_lost()
 
     def _arm_engine_timer(self) -> None:
         deadline = self.engine.get_timer()

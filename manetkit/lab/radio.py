@@ -130,6 +130,7 @@ class Radio:
         self.control_path = control_path
         self.stations = StationTable(station_expiry_s)
         self.attached = False
+        self.tap_lost = False  # radio0 was deleted: exit non-zero
         self.counters = {
             "tx_frames": 0,  # TAP -> medium
             "rx_frames": 0,  # medium -> TAP
@@ -210,7 +211,7 @@ class Radio:
         if self._refused:
             log.error("medium refused the ATTACH: %s", self._refused)
             return 1
-        return 0
+        return 1 if self.tap_lost else 0
 
     def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.sock is not None:
@@ -290,6 +291,9 @@ class Radio:
                     frame = os.read(tap, 65536)
                 except BlockingIOError:
                     return
+                except OSError as exc:
+                    self._tap_lost(exc)
+                    return
                 if not frame[0] & 1:  # unicast: the station table counts it
                     sent(frame[:6], len(frame))
                 try:
@@ -310,6 +314,20 @@ class Radio:
                     raise
         finally:
             self.counters["tx_frames"] += n
+
+    def _tap_lost(self, exc: OSError) -> None:
+        """radio0 was deleted under us (``ip link del``, like a Wi-Fi card unplugged):
+        the TAP fd polls EPOLLERR and reads EBADFD for ever. Say so once and exit
+        non-zero; starting the radio again re-creates radio0 (issue 12 fault tests)."""
+        log.error(
+            "%s was removed (%s): exiting; start the radio again to re-create it",
+            self.interface,
+            exc.strerror,
+        )
+        self.tap_lost = True
+        asyncio.get_running_loop().remove_reader(self.tap_fd)
+        assert self._stop is not None
+        self._stop.set()
 
     def _on_medium_writable(self) -> None:
         loop = asyncio.get_running_loop()

@@ -19,6 +19,7 @@ KEY = bytes(range(32))
 class FakeDataPlane:
     def __init__(self) -> None:
         self.sent: list[tuple[bytes, bytes]] = []
+        self.radio_lost = None  # the real one: set when the radio interface went away
 
     def send(self, mac: bytes, packet: bytes) -> bool:
         self.sent.append((mac, packet))
