@@ -9,7 +9,8 @@ runs every variant on a fresh lab with the same mobility and flow:
 * ``dsr``: the default stack (no proxy: the hosts' TCP end to end);
 * ``dsr+elfn``: every node runs ``manetkit proxy`` in ``elfn`` mode (Holland & Vaidya);
 * ``dsr+atra``: ``atra: {rfp, pre, srp}`` on in every daemon (docs/atra.md);
-* ``dsr+atra+elfn``: both.
+* ``dsr+atra+elfn``: both;
+* ``dsr+rfp``, ``dsr+pre``, ``dsr+srp``: one mechanism each (which one costs or gains).
 
 Measured after ``--warmup`` s over ``--duration`` s: the TCP receiver's goodput
 (kbit/s); the daemons' Atra counters summed (predictions, hits and false alarms as the
@@ -58,16 +59,20 @@ from manetkit.paths import daemon_socket
 
 NODES = 30
 TCP_PORT = 5600
-ATRA_ON = {"rfp": True, "pre": True, "srp": True}
-VARIANTS: dict[str, tuple[str, bool, str]] = {  # name -> (stack, atra, proxy)
-    "dsr": ("dsr", False, "none"),
-    "dsr+elfn": ("dsr", False, "elfn"),
-    "dsr+atra": ("dsr", True, "none"),
-    "dsr+atra+elfn": ("dsr", True, "elfn"),
-    "aodv": ("aodv", False, "none"),
-    "aodv+elfn": ("aodv", False, "elfn"),
-    "aodv+atra": ("aodv", True, "none"),
-    "aodv+atra+elfn": ("aodv", True, "elfn"),
+ALL = ("rfp", "pre", "srp")
+# name -> (stack, Atra mechanisms on, proxy); dsr+rfp/pre/srp take Atra apart
+VARIANTS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "dsr": ("dsr", (), "none"),
+    "dsr+elfn": ("dsr", (), "elfn"),
+    "dsr+atra": ("dsr", ALL, "none"),
+    "dsr+atra+elfn": ("dsr", ALL, "elfn"),
+    "dsr+rfp": ("dsr", ("rfp",), "none"),
+    "dsr+pre": ("dsr", ("pre",), "none"),
+    "dsr+srp": ("dsr", ("srp",), "none"),
+    "aodv": ("aodv", (), "none"),
+    "aodv+elfn": ("aodv", (), "elfn"),
+    "aodv+atra": ("aodv", ALL, "none"),
+    "aodv+atra+elfn": ("aodv", ALL, "elfn"),
 }
 DEFAULT_VARIANTS = "dsr,dsr+elfn,dsr+atra,dsr+atra+elfn"
 COUNTERS = (
@@ -155,9 +160,11 @@ def atra_counters(lab: str) -> dict[str, int]:
     return total
 
 
-def _daemon_extra(work: Path, atra: bool) -> contextlib.AbstractContextManager[None]:
-    path = work / f"daemon-atra-{atra}.yaml"
-    return labrun.env_config(stacks.EXTRA_ENV, path, {"atra": ATRA_ON} if atra else {})
+def _daemon_extra(work: Path, atra: tuple[str, ...]) -> contextlib.AbstractContextManager[None]:
+    path = work / f"daemon-atra-{'-'.join(atra) or 'off'}.yaml"
+    return labrun.env_config(
+        stacks.EXTRA_ENV, path, {"atra": dict.fromkeys(atra, True)} if atra else {}
+    )
 
 
 def _py(lab: str, node: int, *args: str) -> subprocess.Popen[bytes]:
