@@ -326,7 +326,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="scenario YAML (configs/scenarios/...)")
     _lab_arg(p)
     p.add_argument(
-        "--stack", choices=["none", "aodv", "dsr", "smr"], help="override the scenario's stack"
+        "--stack",
+        choices=["none", "aodv", "dsr", "smr", "babeld", "batmand"],
+        help="override the scenario's stack",
     )
     p.add_argument(
         "--proxy",

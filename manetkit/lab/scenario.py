@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from manetkit import paths
 from manetkit.configfile import read_yaml_mapping, validate
@@ -24,6 +31,7 @@ from manetkit.lab.medium.airtime import (
     default_basic_rate,
     is_ofdm,
 )
+from manetkit.lab.peers import PEER_STACKS, BabeldSettings, BatmandSettings
 
 # The shipped scenarios (configs/scenarios/ of this checkout; manetkit installs editable).
 SHIPPED_SCENARIOS = Path(__file__).resolve().parents[2] / "configs" / "scenarios"
@@ -147,7 +155,7 @@ class Scenario(_Strict):
 
     name: str | None = None
     nodes: int = Field(ge=1, le=1000)
-    stack: Literal["none", "aodv", "dsr", "smr"] = "none"
+    stack: Literal["none", "aodv", "dsr", "smr", "babeld", "batmand"] = "none"
     proxy: Literal["none", "plain", "fixed-rto", "elfn", "bus"] = "none"
     seed: int = 1
     duration_s: float | None = Field(None, gt=0)
@@ -165,9 +173,23 @@ class Scenario(_Strict):
     aodv: dict[str, Any] = Field(default_factory=dict, description="the daemons' aodv: section")
     dsr: dict[str, Any] = Field(default_factory=dict, description="the daemons' dsr: section")
     smr: dict[str, Any] = Field(default_factory=dict, description="the daemons' smr: section")
+    # The peer daemons' settings (manetkit.lab.peers), used with stack: babeld|batmand.
+    babeld: BabeldSettings = Field(default_factory=BabeldSettings)
+    batmand: BatmandSettings = Field(default_factory=BatmandSettings)
 
     # Directory of the scenario file, for relative paths (setdest files).
     base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_on_stack(cls, v: str, info: ValidationInfo) -> str:
+        stack = info.data.get("stack")
+        if stack in PEER_STACKS and v in ("elfn", "bus"):
+            raise ValueError(
+                f"{v} needs the route events of a manetkit daemon (stack aodv, dsr or smr); "
+                f"{stack} sends none: use proxy plain or fixed-rto with stack {stack}"
+            )
+        return v
 
     @field_validator("name")
     @classmethod

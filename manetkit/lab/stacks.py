@@ -21,6 +21,11 @@ subscribed to the daemon's events. ``MANETKIT_LAB_PROXY_CONFIG`` (YAML) is merge
 every node's proxy config (e.g. ``partition_timeout``); the sockets are set per node.
 ``proxy: bus`` also sets ``bus: true`` in every daemon's protocol section (TCP-BuS,
 docs/elfn-bus.md): the proxy's bus mode needs the daemons' ERDN/ERSN.
+
+For ``stack: babeld|batmand`` every node runs the real peer daemon on radio0 instead
+(``manetkit.lab.peers``: address 10.42.0.I on radio0, no mesh0, settings from the
+scenario's ``babeld:``/``batmand:`` section); a proxy on top runs without a daemon socket
+(plain or fixed-rto: the scenario refuses elfn/bus with these stacks).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import yaml
 
 from manetkit import paths
 from manetkit.errors import UserError
+from manetkit.lab import peers
 from manetkit.paths import daemon_socket, proxy_socket
 
 
@@ -231,8 +237,12 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
     if stack in ("aodv", "dsr", "smr"):
         extra = _merge(extra_from_env(), scenario_daemon_extra(scenario))
         specs.append(daemon_spec(lab, node, stack, extra))
+    elif stack in peers.PEER_STACKS:
+        specs.append(peers.peer_spec(lab, node, stack, getattr(scenario, stack)))
     elif stack != "none":
-        raise UserError(f"stack {stack!r} is not built (use aodv, dsr, smr or none)")
+        raise UserError(
+            f"stack {stack!r} is not built (use aodv, dsr, smr, babeld, batmand or none)"
+        )
     if proxy in ("plain", "fixed-rto", "elfn", "bus"):
         with_daemon = stack in ("aodv", "dsr", "smr")
         specs.append(proxy_spec(lab, node, proxy, with_daemon, proxy_extra_from_env()))

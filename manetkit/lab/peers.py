@@ -1,0 +1,478 @@
+"""Peer routing daemons as lab stacks: ``stack: babeld`` and ``stack: batmand``.
+
+The point of these stacks is comparison (issue 10): the same medium, the same movement
+and the same applications, with the routing that users already run instead of
+manetkit's. In every node the real daemon (Debian's ``babeld`` 1.12, ``batmand`` 0.3.2)
+runs on ``radio0`` itself, and the node's address 10.42.0.I is put on ``radio0`` (there is
+no ``mesh0``), so an application reaches 10.42.0.I whatever the stack:
+
+- **babeld** (Babel, RFC 8966): 10.42.0.I/32 on ``radio0``; babeld speaks over the IPv6
+  link-local address (RFC 8966 §4: Babel packets are sent from and to link-local
+  addresses, multicast ff02::1:6 port 6696), announces only 10.42.0.0/16 local addresses,
+  and installs ``10.42.0.J via 10.42.0.K dev radio0 proto babel onlink``. ``radio0`` is
+  declared ``type wireless`` (ETX link costs, no split horizon, §A.2.2 of RFC 8966); a TAP
+  would otherwise be taken for a wired link. Hello interval 4 s (babeld's default for
+  wireless interfaces), 1 s with ``profile: mobile``, or ``hello_interval_s``.
+- **batmand** (B.A.T.M.A.N. 0.3, draft-wunderlich-openmesh-manet-routing-00 §§4-5):
+  10.42.0.I/16 with broadcast 10.42.255.255 on ``radio0`` (batmand sends its originator
+  messages to the interface's broadcast address, so a /32 would not do); host routes in
+  table 66 behind ``ip rule to 10.42.0.0/16 lookup 66`` (priority 6600). Originator
+  interval 1 s (batmand's default), 0.5 s with ``profile: mobile``, or
+  ``originator_interval_s``.
+
+Neither daemon takes ``--lab``, so each runs under a small supervisor,
+``python -m manetkit.lab.peers --lab LAB --node nI --config nodes/nI/peer.json`` (the
+:class:`~manetkit.lab.stacks.ProcessSpec` ``lab up`` starts and ``lab down`` finds by
+``--lab``). The supervisor puts the address and the forwarding sysctls on ``radio0``,
+waits for IPv6 duplicate address detection to finish (babeld cannot send from a
+tentative link-local address), starts the daemon as its child with
+``PR_SET_PDEATHSIG`` (the daemon dies with its supervisor, even on SIGKILL), passes
+SIGTERM/SIGINT on, and exits with the daemon. Per-node files keep the instances apart:
+babeld gets its own pid file, state file and local socket (``-I``, ``-S``,
+``local-path``); batmand has a fixed ``/var/run/batmand.socket``, so it runs in a private
+mount namespace where ``nodes/nI/run/`` is bind-mounted over ``/run`` (nothing of the
+host's ``/run`` is touched). ``lab down`` also kills whatever runs inside a node's
+namespace, so even a daemon that outlived its supervisor goes.
+
+No route events reach the proxy from these daemons: ``proxy: plain|fixed-rto`` work on
+top; ``elfn``/``bus`` are refused when the scenario is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from manetkit import paths
+
+log = logging.getLogger("manetkit.lab.peers")
+
+PEER_STACKS = ("babeld", "batmand")
+INTERFACE = "radio0"
+# Every node's address (stacks.node_address) is in it; the proxy's mesh_prefix too.
+MESH_NET = IPv4Network("10.42.0.0/16")
+BABELD_BIN = "babeld"
+BATMAND_BIN = "batmand"
+BATMAND_HOST_TABLE = 66  # batmand's rt_table_hosts (batmand -i)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BabeldSettings(_Strict):
+    """The scenario's ``babeld:`` section (``--set babeld.profile=mobile``)."""
+
+    profile: Literal["default", "mobile"] = Field(
+        "default", description="default: hello every 4 s (babeld's wireless default); mobile: 1 s"
+    )
+    hello_interval_s: float | None = Field(
+        None,
+        ge=0.05,
+        le=655.0,  # babeld keeps intervals in centiseconds, 16 bits
+        description="hello interval on radio0 in seconds (overrides the profile)",
+    )
+    update_interval_s: float | None = Field(
+        None,
+        ge=0.05,
+        le=655.0,
+        description="full update interval in seconds (babeld's default: 4 x hello)",
+    )
+
+    @property
+    def hello_s(self) -> float:
+        if self.hello_interval_s is not None:
+            return self.hello_interval_s
+        return 1.0 if self.profile == "mobile" else 4.0
+
+
+class BatmandSettings(_Strict):
+    """The scenario's ``batmand:`` section (``--set batmand.originator_interval_s=0.5``)."""
+
+    profile: Literal["default", "mobile"] = Field(
+        "default", description="default: an originator message every 1 s; mobile: 0.5 s"
+    )
+    originator_interval_s: float | None = Field(
+        None, ge=0.05, le=60.0, description="originator interval (batmand -o) in seconds"
+    )
+
+    @field_validator("originator_interval_s")
+    @classmethod
+    def _whole_ms(cls, v: float | None) -> float | None:
+        if v is not None and abs(v * 1000 - round(v * 1000)) > 1e-6:
+            raise ValueError(f"{v} s is not a whole number of milliseconds (batmand -o takes ms)")
+        return v
+
+    @property
+    def originator_ms(self) -> int:
+        if self.originator_interval_s is not None:
+            return round(self.originator_interval_s * 1000)
+        return 500 if self.profile == "mobile" else 1000
+
+
+# --- files of one node ------------------------------------------------------------------
+
+
+def peer_config_path(lab: str, node: str) -> Path:
+    return paths.node_dir(lab, node) / "peer.json"
+
+
+def babeld_socket(lab: str, node: str) -> Path:
+    """babeld's read-only local interface (``local-path``): ``dump`` lists its state."""
+    return paths.node_dir(lab, node) / "babeld.sock"
+
+
+def batmand_run_dir(lab: str, node: str) -> Path:
+    """What batmand sees as ``/run`` (its ``batmand.socket`` lands here)."""
+    return paths.node_dir(lab, node) / "run"
+
+
+def babeld_conf(lab: str, node: str, settings: BabeldSettings) -> str:
+    from manetkit.lab.medium.protocol import node_mac
+    from manetkit.lab.stacks import node_index
+    from manetkit.macaddr import format_mac
+
+    iface = f"interface {INTERFACE} type wireless hello-interval {settings.hello_s:g}"
+    if settings.update_interval_s is not None:
+        iface += f" update-interval {settings.update_interval_s:g}"
+    return "\n".join(
+        [
+            "# generated by manetkit lab up (stack babeld, docs/lab.md)",
+            f"router-id {format_mac(node_mac(node_index(node)))}",
+            f"local-path {babeld_socket(lab, node)}",
+            iface,
+            f"redistribute local ip {MESH_NET} allow",
+            "redistribute local deny",
+            "",
+        ]
+    )
+
+
+def peer_config(lab: str, node: str, stack: str, settings: BaseModel) -> dict[str, Any]:
+    """What the supervisor of ``node`` does: address, sysctls, the daemon's argv."""
+    from manetkit.lab.stacks import node_address
+
+    d = paths.node_dir(lab, node)
+    address = str(node_address(node))
+    cfg: dict[str, Any] = {
+        "stack": stack,
+        "interface": INTERFACE,
+        "address": address,
+        "settings": settings.model_dump(mode="json"),
+    }
+    if stack == "babeld":
+        assert isinstance(settings, BabeldSettings)
+        cfg |= {
+            "prefixlen": 32,
+            "broadcast": None,
+            "wait_ipv6": True,
+            "private_run": None,
+            # config, pid file and state file per node: instances share the filesystem
+            "argv": [BABELD_BIN, "-c", str(d / "babeld.conf"), "-I", str(d / "babeld.pid")]
+            + ["-S", str(d / "babel-state"), INTERFACE],
+        }
+    elif stack == "batmand":
+        assert isinstance(settings, BatmandSettings)
+        cfg |= {
+            "prefixlen": MESH_NET.prefixlen,
+            "broadcast": str(MESH_NET.broadcast_address),
+            "wait_ipv6": False,
+            "private_run": str(batmand_run_dir(lab, node)),
+            "argv": [BATMAND_BIN, "--no-detach", "-o", str(settings.originator_ms), INTERFACE],
+        }
+    else:
+        raise ValueError(f"not a peer stack: {stack!r}")
+    return cfg
+
+
+# --- the ProcessSpec ----------------------------------------------------------------------
+
+
+def _babeld_ready(lab: str, node: str) -> Callable[[], bool]:
+    def ready() -> bool:
+        try:
+            return babeld_request(babeld_socket(lab, node), None, timeout=1).endswith("ok\n")
+        except OSError:
+            return False
+
+    return ready
+
+
+def _batmand_ready(lab: str, node: str) -> Callable[[], bool]:
+    def ready() -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1)
+            try:
+                s.connect(str(batmand_run_dir(lab, node) / "batmand.socket"))
+            except OSError:
+                return False
+        return True
+
+    return ready
+
+
+def peer_spec(lab: str, node: str, stack: str, settings: BaseModel):
+    """The supervisor of ``node``'s babeld or batmand, its files written."""
+    from manetkit.lab.stacks import ProcessSpec
+
+    d = paths.node_dir(lab, node)
+    d.mkdir(parents=True, exist_ok=True)
+    cfg = peer_config(lab, node, stack, settings)
+    if stack == "babeld":
+        assert isinstance(settings, BabeldSettings)
+        (d / "babeld.conf").write_text(babeld_conf(lab, node, settings))
+        ready = _babeld_ready(lab, node)
+    else:
+        batmand_run_dir(lab, node).mkdir(exist_ok=True)
+        ready = _batmand_ready(lab, node)
+    path = peer_config_path(lab, node)
+    path.write_text(json.dumps(cfg, indent=2) + "\n")
+    argv = [sys.executable, "-m", "manetkit.lab.peers", "--lab", lab, "--node", node]
+    argv += ["--config", str(path)]
+    return ProcessSpec(f"{stack}-{node}", argv, netns=paths.netns_name(lab, node), ready=ready)
+
+
+# --- what lab status shows ----------------------------------------------------------------
+
+
+def babeld_request(path: Path | str, command: str | None, timeout: float = 2.0) -> str:
+    """Talk to babeld's local interface: its banner, then ``command``'s reply (up to ``ok``)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        buf = b""
+        sent = False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+            if buf.endswith(b"ok\n") or buf.endswith(b"no\n") or b"\nbad\n" in buf:
+                if command is None or sent:
+                    break
+                s.sendall(command.encode() + b"\n")
+                sent = True
+        return buf.decode(errors="replace")
+
+
+def babeld_neighbours(dump: str) -> list[dict[str, Any]]:
+    """``add neighbour ... address A if I reach R ... cost C`` lines of babeld's ``dump``."""
+    out = []
+    for line in dump.splitlines():
+        words = line.split()
+        if words[:2] != ["add", "neighbour"]:
+            continue
+        kv = dict(zip(words[3::2], words[4::2], strict=False))
+        out.append(
+            {
+                "address": kv.get("address"),
+                "reach": kv.get("reach"),
+                "rxcost": int(kv.get("rxcost", 0)),
+                "txcost": int(kv.get("txcost", 0)),
+                "cost": int(kv.get("cost", 0)),
+            }
+        )
+    return out
+
+
+def kernel_routes(lab: str, node: str) -> list[dict[str, Any]]:
+    """The node's IPv4 unicast routes outside the local table (what the daemon installed)."""
+    ns = paths.netns_name(lab, node)
+    try:
+        r = subprocess.run(
+            ["ip", "-j", "-n", ns, "-4", "route", "show", "table", "all"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        routes = json.loads(r.stdout or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return []
+    out = []
+    for rt in routes:
+        kind = rt.get("type", "unicast")
+        if rt.get("table") == "local" or kind not in ("unicast", "unreachable"):
+            continue
+        out.append(
+            {
+                "dst": rt.get("dst"),
+                "via": rt.get("gateway"),
+                "dev": rt.get("dev"),
+                "table": rt.get("table", "main"),
+                "protocol": rt.get("protocol"),
+                "type": kind,
+            }
+        )
+    return out
+
+
+def node_status(lab: str, node: str, stack: str) -> dict[str, Any]:
+    """Kernel routes of one node, and babeld's neighbours (from its local socket)."""
+    st: dict[str, Any] = {"stack": stack, "routes": kernel_routes(lab, node)}
+    if stack == "babeld":
+        try:
+            st["neighbours"] = babeld_neighbours(
+                babeld_request(babeld_socket(lab, node), "dump", timeout=1)
+            )
+        except OSError:
+            st["neighbours"] = None
+    return st
+
+
+def lab_peer_stack(process_names: list[str]) -> str | None:
+    """``babeld``/``batmand`` if the lab's processes include that stack's supervisors."""
+    for stack in PEER_STACKS:
+        if any(n.startswith(f"{stack}-n") for n in process_names):
+            return stack
+    return None
+
+
+def format_route(rt: dict[str, Any]) -> str:
+    if rt.get("type") == "unreachable":
+        return f"unreachable {rt.get('dst')}"
+    return f"{rt.get('dst')} via {rt['via']}" if rt.get("via") else f"{rt.get('dst')} (link)"
+
+
+# --- the supervisor -------------------------------------------------------------------------
+
+PR_SET_PDEATHSIG = 1
+CLONE_NEWNS = 0x00020000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_SLAVE = 1 << 19
+IFA_F_TENTATIVE = 0x40
+
+
+def _sysctl(key: str, value: str | int) -> None:
+    Path("/proc/sys", *key.split(".")).write_text(f"{value}\n")
+
+
+def configure_radio(cfg: dict[str, Any], ipv6_timeout: float = 10.0) -> None:
+    """Address, forwarding sysctls and (for babeld) a usable IPv6 link-local on radio0."""
+    from pyroute2 import IPRoute
+
+    iface = cfg["interface"]
+    if not Path(f"/proc/sys/net/ipv4/conf/{iface}").exists():
+        raise RuntimeError(f"no interface {iface} in this namespace (is the radio attached?)")
+    # Forward between radio0 and radio0; a redirect would tell a node to skip a hop it
+    # cannot hear, and reverse-path filtering would drop the hops of a multi-hop route.
+    _sysctl("net.ipv4.ip_forward", 1)
+    for scope in ("all", "default", iface):
+        _sysctl(f"net.ipv4.conf.{scope}.send_redirects", 0)
+        _sysctl(f"net.ipv4.conf.{scope}.accept_redirects", 0)
+        _sysctl(f"net.ipv4.conf.{scope}.rp_filter", 0)
+    with IPRoute() as ipr:
+        idx = ipr.link_lookup(ifname=iface)[0]
+        kw: dict[str, Any] = {}
+        if cfg.get("broadcast"):
+            kw["broadcast"] = cfg["broadcast"]
+        ipr.addr("replace", index=idx, address=cfg["address"], prefixlen=cfg["prefixlen"], **kw)
+        if not cfg.get("wait_ipv6"):
+            return
+        v6 = Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6")
+        if not v6.exists():
+            raise RuntimeError("babeld needs IPv6 (link-local on radio0): this kernel has none")
+        if v6.read_text().strip() != "0":
+            log.info("enabling IPv6 on %s (babeld speaks over link-local)", iface)
+            v6.write_text("0\n")
+        deadline = time.monotonic() + ipv6_timeout
+        while True:
+            lls = [
+                a
+                for a in ipr.get_addr(family=socket.AF_INET6, index=idx)
+                if a.get_attr("IFA_ADDRESS", "").startswith("fe80:")
+            ]
+            flags = [a.get_attr("IFA_FLAGS") or a["flags"] for a in lls]
+            if lls and not any(f & IFA_F_TENTATIVE for f in flags):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{iface} has no usable IPv6 link-local address after {ipv6_timeout:g} s "
+                    f"({'still tentative' if lls else 'none'}): babeld cannot send"
+                )
+            time.sleep(0.05)
+
+
+def _child_setup(private_run: str | None) -> Callable[[], None]:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+    def setup() -> None:  # runs in the child between fork and exec
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if private_run:
+            run = os.path.realpath("/var/run").encode()
+            if libc.unshare(CLONE_NEWNS) != 0:
+                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+            if libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
+                raise OSError(ctypes.get_errno(), "mount --make-rslave /")
+            if libc.mount(private_run.encode(), run, None, MS_BIND, None) != 0:
+                raise OSError(ctypes.get_errno(), f"mount --bind {private_run} {run.decode()}")
+
+    return setup
+
+
+def supervise(cfg: dict[str, Any]) -> int:
+    """Start the daemon, pass signals on, return its exit status."""
+    argv = cfg["argv"]
+    log.info("starting %s", " ".join(argv))
+    try:
+        child = subprocess.Popen(argv, preexec_fn=_child_setup(cfg.get("private_run")))
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.error("cannot start %s: %s", argv[0], exc)
+        return 1
+    stopping = False
+
+    def forward(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
+    rc = child.wait()
+    log.info("%s exited with %s", argv[0], rc)
+    if stopping:
+        return 0
+    return rc if rc > 0 else 1  # the daemon ending by itself is a failure
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m manetkit.lab.peers",
+        description="run one lab node's babeld or batmand on radio0 (lab up starts it)",
+    )
+    p.add_argument("--lab", required=True)
+    p.add_argument("--node", required=True)
+    p.add_argument("--config", required=True, help="nodes/nI/peer.json written by lab up")
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s peers {args.node} %(levelname)s %(message)s"
+    )
+    try:
+        cfg = json.loads(Path(args.config).read_text())
+        configure_radio(cfg)
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        log.error("%s: %s", args.config, exc)
+        return 1
+    return supervise(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
