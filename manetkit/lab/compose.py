@@ -25,13 +25,18 @@ IMAGE = "manetkit:latest"
 MEDIUM_PORT = 7700
 CONTAINER_SCENARIO = "/etc/manetkit/scenario.yaml"
 
-# Node entrypoint: radio in the background, wait for its TAP, then daemon and proxy.
+# Node entrypoint (bash: ``wait -n``): the medium's name must resolve before the radio
+# starts (it resolves once), radio in the background, wait for its TAP, then daemon and
+# proxy; the container ends when any of them does, and SIGTERM (``docker stop``) goes to
+# all of them. radio0 carries no IP address, as in ``lab up``: the daemon's TUN mesh0 has
+# the mesh address (docs/daemon.md).
 _NODE_SCRIPT = r"""set -e
 mkdir -p /etc/manetkit /var/log/manetkit
+trap 'kill $$(jobs -p) 2>/dev/null; wait; exit 0' TERM INT
+i=0; until getent hosts medium >/dev/null; do i=$$((i+1)); [ $$i -lt 200 ] || exit 1; sleep 0.05; done
 manetkit lab radio --lab "$$MK_LAB" --node "$$MK_NODE" --medium-udp "medium:$$MK_PORT" \
   >/var/log/manetkit/radio.log 2>&1 &
 i=0; until ip link show radio0 >/dev/null 2>&1; do i=$$((i+1)); [ $$i -lt 200 ] || exit 1; sleep 0.05; done
-ip addr replace "$$MK_ADDR/16" dev radio0
 if [ -n "$$MK_DAEMON" ]; then
   printf '%s' "$$MK_DAEMON" >/etc/manetkit/daemon.yaml
   python3 -m manetkit.daemon --config /etc/manetkit/daemon.yaml --lab "$$MK_LAB" \
@@ -115,7 +120,7 @@ def compose_file(scenario, lab: str, image: str = IMAGE) -> dict[str, Any]:
         services[node] = {
             "image": image,
             "hostname": node,
-            "command": ["sh", "-c", _NODE_SCRIPT],
+            "command": ["bash", "-c", _NODE_SCRIPT],
             "environment": _node_env(lab, scenario, node),
             "cap_add": ["NET_ADMIN"],
             "devices": ["/dev/net/tun:/dev/net/tun"],
