@@ -85,3 +85,24 @@ def test_the_spec_is_kept_beside_the_runs_even_when_it_lives_there(tmp_path):
     runner.run_matrix(spec, tmp_path / "out", FakeRuns(), limit=0,
                       spec_file=tmp_path / "out" / "spec.yaml")  # fmt: skip
     assert (tmp_path / "out" / "spec.yaml").read_text() == "name: t\n"
+
+
+def test_a_signal_stops_the_matrix_but_only_kills_a_forked_helper():
+    """pyroute2's netns.create forks without exec; its helper inherits the handler and,
+    raising there, would unwind nodes.up in the child and take the parent's lab down."""
+    import os
+    import signal
+
+    from manetkit.experiment.cli import _stopper
+
+    stop = _stopper(os.getpid())
+    with pytest.raises(KeyboardInterrupt):
+        stop(signal.SIGTERM, None)
+    pid = os.fork()
+    if pid == 0:  # the helper: must die, never raise
+        try:
+            stop(signal.SIGTERM, None)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGTERM
