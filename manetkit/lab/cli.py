@@ -132,6 +132,8 @@ def _print_status(info: dict) -> None:
     for p in info["processes"]:
         t.add_row(p["name"], str(p["pid"]), p.get("netns") or "(root)", _alive(p["alive"]))
     console.print(t)
+    if info.get("routing"):
+        _print_routing(info["routing"])
     medium = info.get("medium")
     if medium:
         t = Table("medium", "value")
@@ -140,6 +142,30 @@ def _print_status(info: dict) -> None:
         console.print(t)
     else:
         console.print("medium: [red]not answering[/]")
+
+
+def _print_routing(routing: dict[str, dict]) -> None:
+    """Peer stacks (babeld/batmand): each node's kernel routes, and babeld's neighbours."""
+    from manetkit.lab.peers import format_route
+
+    first = next(iter(routing.values()), {})
+    cols = ["node", "kernel routes (IPv4)"]
+    if first.get("stack") == "babeld":
+        cols.append("babel neighbours (cost)")
+    t = Table(*cols, title=f"routing ({first.get('stack', '?')})")
+    for node, st in routing.items():
+        shown = [r for r in st.get("routes", []) if r.get("protocol") != "kernel"]
+        routes = [format_route(r) for r in shown if r.get("type") != "unreachable"]
+        row = [node, "\n".join(routes) or "-"]
+        if "neighbours" in st:
+            nb = st["neighbours"]
+            row.append(
+                "not answering"
+                if nb is None
+                else "\n".join(f"{n['node'] or n['address']} ({n['cost']})" for n in nb) or "-"
+            )
+        t.add_row(*row)
+    console.print(t)
 
 
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from manetkit import paths
 from manetkit.errors import UserError
-from manetkit.lab import netns, radio, stacks
+from manetkit.lab import netns, peers, radio, stacks
 from manetkit.lab.stacks import ProcessSpec
 from manetkit.procs import alive, terminate
 
@@ -326,6 +326,13 @@ def status(lab: str) -> dict:
         "positions": None,
         "medium": None,
     }
+    peer = peers.lab_peer_stack([p["name"] for p in procs])
+    if peer:  # babeld/batmand route in the kernel: show each node's routes
+        out["routing"] = {
+            n: peers.node_status(lab, n, peer)
+            for n in out["nodes"]
+            if paths.netns_name(lab, n) in spaces
+        }
     if _medium_ready(lab):
         with contextlib.suppress(OSError, ValueError, UserError):
             out["positions"] = medium_request(lab, {"cmd": "positions"})

@@ -272,6 +272,22 @@ def babeld_request(path: Path | str, command: str | None, timeout: float = 2.0) 
         return buf.decode(errors="replace")
 
 
+def link_local_node(address: str) -> str | None:
+    """``nI`` whose radio0 has the EUI-64 link-local ``address`` (RFC 4291 App. A), else None."""
+    from ipaddress import IPv6Address
+
+    from manetkit.lab.medium.protocol import mac_node
+
+    try:
+        b = IPv6Address(address.split("%")[0]).packed
+    except ValueError:
+        return None
+    if b[:8] != bytes([0xFE, 0x80]) + bytes(6) or b[11:13] != b"\xff\xfe":
+        return None
+    i = mac_node(bytes([b[8] ^ 0x02]) + b[9:11] + b[13:16])
+    return f"n{i}" if i else None
+
+
 def babeld_neighbours(dump: str) -> list[dict[str, Any]]:
     """``add neighbour ... address A if I reach R ... cost C`` lines of babeld's ``dump``."""
     out = []
@@ -283,6 +299,7 @@ def babeld_neighbours(dump: str) -> list[dict[str, Any]]:
         out.append(
             {
                 "address": kv.get("address"),
+                "node": link_local_node(kv.get("address", "")),
                 "reach": kv.get("reach"),
                 "rxcost": int(kv.get("rxcost", 0)),
                 "txcost": int(kv.get("txcost", 0)),

@@ -1,0 +1,246 @@
+"""The peer daemons as lab stacks (issue 10): real babeld and batmand on radio0.
+
+Unit part: settings refused by field and reason, what each node's daemon is told.
+Netns part (real daemons, real medium): n1 reaches the chain's last node over >= 2 hops
+(ping, HTTP GET checked by sha256, the kernel route in n1 goes via n2), ``lab status``
+shows the routes, a supervisor killed with SIGKILL takes its daemon along, and ``lab
+down`` leaves no namespace, daemon or file in the host's /run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+
+import pytest
+
+from manetkit import paths
+from manetkit.errors import UserError
+from manetkit.lab import netns, peers
+from manetkit.lab.peers import BabeldSettings, BatmandSettings
+from manetkit.lab.scenario import load_scenario
+from manetkit.procs import alive
+from tests.helpers.lab import SCENARIOS, manetkit, nsexec, nspopen, unique_lab, wait_for, wait_ping
+
+CHAIN3 = SCENARIOS / "chain-3.yaml"
+CHAIN5 = SCENARIOS / "chain-5.yaml"
+
+
+# --- settings and refusals (no namespaces) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, field, reason",
+    [
+        ({"stack": "babeld", "proxy": "elfn"}, "proxy", "elfn needs the route events"),
+        ({"stack": "batmand", "proxy": "bus"}, "proxy", "use proxy plain or fixed-rto"),
+        ({"babeld.hello_interval_s": "0"}, "babeld.hello_interval_s", "greater than or equal"),
+        ({"babeld.hello_interval_s": "700"}, "babeld.hello_interval_s", "less than or equal"),
+        ({"babeld.profile": "fast"}, "babeld.profile", "'default' or 'mobile'"),
+        ({"babeld.hello": "1"}, "babeld.hello", "Extra inputs are not permitted"),
+        (
+            {"batmand.originator_interval_s": "0.2505"},
+            "batmand.originator_interval_s",
+            "not a whole number of milliseconds",
+        ),
+        (
+            {"batmand.originator_interval_s": "0.01"},
+            "batmand.originator_interval_s",
+            "greater than or equal to 0.05",
+        ),
+        ({"stack": "olsrd"}, "stack", "'babeld' or 'batmand'"),
+    ],
+)
+def test_refused_with_field_and_reason(overrides, field, reason):
+    with pytest.raises(UserError) as err:
+        load_scenario(CHAIN3, overrides)
+    line = next((x for x in str(err.value).splitlines() if x.strip().startswith(f"{field}:")), "")
+    assert reason in line, str(err.value)
+
+
+@pytest.mark.parametrize("mode", ["none", "plain", "fixed-rto"])
+@pytest.mark.parametrize("stack", ["babeld", "batmand"])
+def test_proxy_modes_without_route_events_allowed(stack, mode):
+    sc = load_scenario(CHAIN3, {"stack": stack, "proxy": mode})
+    assert (sc.stack, sc.proxy) == (stack, mode)
+
+
+def test_cli_refusal_makes_nothing(rundir):
+    lab = unique_lab("pr")
+    r = manetkit(
+        "lab", "up", str(CHAIN3), "--name", lab, "--stack", "babeld", "--proxy", "elfn", check=False
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "proxy: elfn needs the route events of a manetkit daemon" in r.stderr
+    assert not netns.list_names(f"{paths.NETNS_PREFIX}{lab}-")
+    assert not paths.lab_dir(lab).exists()
+
+
+def test_babeld_settings_reach_its_config():
+    assert BabeldSettings().hello_s == 4.0
+    assert BabeldSettings(profile="mobile").hello_s == 1.0
+    assert BabeldSettings(profile="mobile", hello_interval_s=0.5).hello_s == 0.5
+    conf = peers.babeld_conf("lx", "n3", BabeldSettings(profile="mobile", update_interval_s=8))
+    lines = conf.splitlines()
+    assert "interface radio0 type wireless hello-interval 1 update-interval 8" in lines
+    assert "router-id 02:6d:6b:00:00:03" in lines
+    assert f"local-path {paths.node_dir('lx', 'n3') / 'babeld.sock'}" in lines
+    # only the mesh addresses are announced
+    assert lines.index("redistribute local ip 10.42.0.0/16 allow") < lines.index(
+        "redistribute local deny"
+    )
+    cfg = peers.peer_config("lx", "n3", "babeld", BabeldSettings())
+    assert (cfg["address"], cfg["prefixlen"], cfg["wait_ipv6"]) == ("10.42.0.3", 32, True)
+    assert cfg["argv"][0] == "babeld" and cfg["argv"][-1] == "radio0"
+    # per-node pid and state files: instances share the filesystem
+    for flag, name in (("-I", "babeld.pid"), ("-S", "babel-state"), ("-c", "babeld.conf")):
+        assert cfg["argv"][cfg["argv"].index(flag) + 1] == str(paths.node_dir("lx", "n3") / name)
+
+
+@pytest.mark.parametrize(
+    "settings, ms",
+    [
+        (BatmandSettings(), 1000),
+        (BatmandSettings(profile="mobile"), 500),
+        (BatmandSettings(profile="mobile", originator_interval_s=0.25), 250),
+    ],
+)
+def test_batmand_settings_reach_its_argv(settings, ms):
+    cfg = peers.peer_config("lx", "n300", "batmand", settings)
+    assert cfg["argv"] == ["batmand", "--no-detach", "-o", str(ms), "radio0"]
+    assert (cfg["address"], cfg["prefixlen"], cfg["broadcast"]) == (
+        "10.42.1.44",
+        16,
+        "10.42.255.255",
+    )
+    assert cfg["private_run"] == str(paths.node_dir("lx", "n300") / "run")
+
+
+def test_babeld_dump_parsing():
+    dump = (
+        "BABEL 1.0\nversion babeld-1.12.1\nok\n"
+        "add interface radio0 up true ipv6 fe80::6d:6bff:fe00:1 ipv4 10.42.0.1\n"
+        "add neighbour 5572 address fe80::6d:6bff:fe00:2 if radio0 reach ff80 ureach 0000 "
+        "rxcost 256 txcost 260 cost 260\n"
+        "add neighbour 5573 address fe80::1 if radio0 reach 8000 ureach 0000 rxcost 65535 "
+        "txcost 65535 cost 65535\n"
+        "add route 55 prefix 10.42.0.3/32 from 0.0.0.0/0 installed yes metric 612\nok\n"
+    )
+    got = peers.babeld_neighbours(dump)
+    assert [(n["node"], n["cost"]) for n in got] == [("n2", 260), (None, 65535)]
+    assert peers.link_local_node("fe80::6d:6bff:fe00:12c") == "n300"
+    assert peers.link_local_node("fe80::7d:6bff:fe00:2") is None  # not a lab radio's MAC
+
+
+# --- real daemons in a lab --------------------------------------------------------------------
+
+
+def _daemon_pids(lab: str, nodes: list[str], binary: str) -> dict[str, int]:
+    out = {}
+    for n in nodes:
+        for pid in netns.pids_in([paths.netns_name(lab, n)]):
+            argv = netns.cmdline(pid)
+            if argv and os.path.basename(argv[0]) == binary:
+                out[n] = pid
+    return out
+
+
+CASES = [
+    # (stack, scenario, extra lab up args, last node, what the daemon must have been told)
+    ("babeld", CHAIN5, ["--set", "babeld.profile=mobile", "--proxy", "fixed-rto"], "n5", "1"),
+    ("batmand", CHAIN5, [], "n5", "1000"),
+    ("babeld", CHAIN3, [], "n3", "4"),
+    ("batmand", CHAIN3, ["--set", "batmand.profile=mobile", "--proxy", "plain"], "n3", "500"),
+]
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "stack, scenario, extra, last, told",
+    CASES,
+    ids=[
+        "babeld-mobile-chain5-fixedrto",
+        "batmand-chain5",
+        "babeld-chain3",
+        "batmand-mobile-chain3-plain",
+    ],
+)
+def test_peer_stack_multihop(
+    lab_factory, tmp_path, record_property, stack, scenario, extra, last, told
+):
+    if not shutil.which(stack):
+        pytest.fail(f"{stack} is not installed (.ci/install installs it)")
+    host_socket_before = os.path.exists("/run/batmand.socket")
+    lab = lab_factory(scenario, "--stack", stack, *extra, prefix=f"p{stack[1]}")
+    nodes = [f"n{i}" for i in range(1, int(last[1:]) + 1)]
+    dst = f"10.42.0.{last[1:]}"
+
+    # The daemon of every node runs with what the scenario asked for.
+    pids = _daemon_pids(lab, nodes, stack)
+    assert set(pids) == set(nodes), pids
+    if stack == "batmand":
+        argv = netns.cmdline(pids["n1"])
+        assert argv[argv.index("-o") + 1] == told
+    else:
+        conf = (paths.node_dir(lab, "n1") / "babeld.conf").read_text()
+        assert f"hello-interval {told}\n" in conf
+    # radio0 carries the node's address; there is no mesh0.
+    links = nsexec(lab, "n2", "ip", "-br", "addr", "show").stdout
+    assert "10.42.0.2/" in next(x for x in links.splitlines() if x.startswith("radio0"))
+    assert "mesh0" not in links
+
+    first = wait_ping(lab, "n1", dst, timeout=40)
+    record_property("first_ping_s", round(first, 2))
+    r = nsexec(lab, "n1", "ping", "-c", "5", "-i", "0.3", "-W", "3", dst, check=False)
+    assert " 0% packet loss" in r.stdout, r.stdout
+    assert f"ttl={64 - (len(nodes) - 2)} " in r.stdout  # forwarded by each middle node
+    route = nsexec(lab, "n1", "ip", "route", "get", dst).stdout
+    assert "via 10.42.0.2 dev radio0" in route, route
+
+    # HTTP GET n1 -> last node, checked by sha256 (python's http.server in the last node).
+    (tmp_path / "www").mkdir()
+    body = os.urandom(48_000)
+    (tmp_path / "www" / "blob.bin").write_bytes(body)
+    srv = nspopen(lab, last, "python3", "-m", "http.server", "8080", "-b", dst, "-d", str(tmp_path / "www"))  # fmt: skip
+    try:
+        wait_for(lambda: ":8080" in nsexec(lab, last, "ss", "-ltn").stdout, 10, "http.server")
+        got = nsexec(lab, "n1", "sh", "-c", f"curl -sS --max-time 40 http://{dst}:8080/blob.bin | sha256sum", timeout=50)  # fmt: skip
+        assert got.stdout.split()[0] == hashlib.sha256(body).hexdigest(), got.stderr
+    finally:
+        srv.terminate()
+        srv.wait(5)
+    if "fixed-rto" in extra:  # the GET went through n1's split-TCP proxy
+        from manetkit.jsonlines import request
+
+        st = request(paths.proxy_socket(lab, "n1"), {"cmd": "status"})["status"]
+        assert st["mode"] == "fixed-rto" and st["daemon_connected"] is False
+        assert st["counters"]["accepted"] >= 1, st["counters"]
+
+    # lab status shows the kernel routes (and babeld's neighbours).
+    info = json.loads(manetkit("lab", "status", "--name", lab, "--json").stdout)[0]
+    n1 = info["routing"]["n1"]
+    assert n1["stack"] == stack
+    assert {"dst": dst, "via": "10.42.0.2"}.items() <= next(
+        r for r in n1["routes"] if r["dst"] == dst
+    ).items()
+    if stack == "babeld":
+        assert {n["node"] for n in info["routing"]["n2"]["neighbours"]} == {"n1", "n3"}
+    text = manetkit("lab", "status", "--name", lab).stdout
+    assert f"{dst} via 10.42.0.2" in text
+
+    # A supervisor killed outright takes its daemon along (PR_SET_PDEATHSIG).
+    state = json.loads((paths.lab_dir(lab) / "state.json").read_text())
+    sup = next(p["pid"] for p in state["processes"] if p["name"] == f"{stack}-n2")
+    os.kill(sup, signal.SIGKILL)
+    wait_for(lambda: not alive(pids["n2"]), 5, f"n2's {stack} to die with its supervisor")
+
+    # lab down leaves nothing: namespaces, daemons, the lab dir, the host's /run.
+    manetkit("lab", "down", "--name", lab)
+    assert not netns.list_names(f"{paths.NETNS_PREFIX}{lab}-")
+    assert not any(alive(p) for p in pids.values())
+    assert not paths.lab_dir(lab).exists()
+    assert os.path.exists("/run/batmand.socket") == host_socket_before
