@@ -1,6 +1,6 @@
 """Faults during a transfer (issue 12): real daemons, real proxies, real TCP, one lab.
 
-chain-4 (n1 - n2 - n3 - n4, DSR, split-TCP proxies in elfn mode, 11 Mb/s). For each
+chain-4 (n1 - n2 - n3 - n4, DSR or AODV, split-TCP proxies in elfn mode, 11 Mb/s). For each
 fault, a paced transfer n1 -> n4 (SHA-256 of what n4's application received against
 what n1's sent) runs, the fault hits once some data went through, the broken part comes
 back (restarted, as a supervisor would, or by itself), and:
@@ -14,7 +14,7 @@ back (restarted, as a supervisor would, or by itself), and:
   no namespace survives ``lab down``.
 
 The faults are independent (each one's part is back before the next), so one lab
-serves them all in sequence (~1.5 min on the 2-core CI machine).
+serves them all in sequence (~1 min per stack on the 2-core CI machine).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from tests.helpers.lab import SCENARIOS, wait_for, wait_ping
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-TOTAL = 768 * 1024  # bytes per transfer
-RATE = 192 * 1024.0  # B/s: ~4 s of data, so every fault lands mid-transfer
+TOTAL = 512 * 1024  # bytes per transfer
+RATE = 192 * 1024.0  # B/s: ~2.7 s of data; each fault lands mid-transfer
 FAULT_AFTER = 128 * 1024  # received bytes before the fault
 DST = "10.42.0.4"
 
@@ -94,14 +94,15 @@ FAULTS: list[tuple[str, str, Callable[[LabProcs, str, str], None], bool]] = [
 ]
 
 
-def test_faults_during_transfers(lab_factory, tmp_path, record_property, monkeypatch):
+@pytest.mark.parametrize("stack", ["dsr", "aodv"])
+def test_faults_during_transfers(lab_factory, tmp_path, record_property, monkeypatch, stack):
     # A proxy whose peer restarted (its sessions gone) resets its app after the
     # partition timeout: 10 s instead of 30 keeps the test short.
     extra = tmp_path / "proxy-extra.yaml"
     extra.write_text("partition_timeout: 10\n")
     monkeypatch.setenv(PROXY_EXTRA_ENV, str(extra))
     lab = lab_factory(
-        SCENARIOS / "chain-4.yaml", "--stack", "dsr", "--proxy", "elfn",
+        SCENARIOS / "chain-4.yaml", "--stack", stack, "--proxy", "elfn",
         "--set", "radio.rate_mbps=11", prefix="ft",
     )  # fmt: skip
     procs = LabProcs(lab)
