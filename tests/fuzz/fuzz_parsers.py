@@ -6,8 +6,10 @@ Not collected by pytest (not ``test_*.py``); atheris is not a CI dependency::
     pip install atheris
     python3 tests/fuzz/fuzz_parsers.py TARGET -max_total_time=600 -rss_limit_mb=1024
 
-TARGET: ipv4 aodv dsr manet_ext hello auth proxy medium eventsock (one at a time: each
-burns a core; results in docs/security.md).
+TARGET: ipv4 aodv dsr manet_ext hello auth proxy medium eventsock engines (one at a
+time: each burns a core; results in docs/security.md). ``engines`` feeds the bytes as
+received, overheard and locally sent frames to long-lived DSR, SMR and AODV engines on a
+fake clock (state builds up across inputs): the engines must never raise.
 """
 
 from __future__ import annotations
@@ -20,11 +22,18 @@ import atheris
 with atheris.instrument_imports():
     from manetkit import events
     from manetkit.daemon import auth
+    from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
+    from manetkit.daemon.engines.dsr import DsrEngine
+    from manetkit.daemon.engines.smr import SmrEngine
     from manetkit.daemon.linksense.hello import parse_hello
     from manetkit.daemon.wire import aodv, dsr, ipv4, manet_ext
     from manetkit.jsonlines import LineServer
     from manetkit.lab.medium import protocol as medium
     from manetkit.proxy import frames
+
+from ipaddress import IPv4Address  # noqa: E402
+
+from manetkit.daemon.neighbours import NeighbourTable  # noqa: E402
 
 _AUTH = auth.Authenticator([auth.Key(1, "hmac-sha256", bytes(32))], required=True)
 _SRV = LineServer("/nonexistent", lambda req: {"ok": True, "cmd": req["cmd"]})
@@ -90,6 +99,38 @@ def _eventsock(data: bytes) -> None:
             events.from_wire(obj)
 
 
+_ME = IPv4Address("10.42.0.1")
+_ENGINES = [
+    DsrEngine(_ME, None, NeighbourTable()),
+    SmrEngine(_ME, None, NeighbourTable()),
+    AodvEngine(_ME, AodvConfig(), NeighbourTable()),
+]
+_CLOCK = [0.0]
+
+
+def _engines(data: bytes) -> None:
+    """First byte: which input (receive, overhear, send_local) and the MAC; the rest is
+    the packet. Every engine handles it, then its timer; actions are drained."""
+    if not data:
+        return
+    _CLOCK[0] += 0.003 * (1 + (data[0] & 7))
+    now = _CLOCK[0]
+    mac = bytes((2, 0, 0, 0, 0, data[0]))
+    for eng in _ENGINES:
+        kind = data[0] % 3
+        if kind == 0:
+            eng.receive_frame(now, data[1:], mac)
+        elif kind == 1:
+            eng.overhear_frame(now, data[1:], mac)
+        else:
+            eng.send_local(now, data[1:])
+        t = eng.get_timer()
+        if t is not None and t <= now:
+            eng.handle_timer(now)
+        while eng.next_action() is not None:
+            pass
+
+
 TARGETS = {
     "ipv4": _ipv4,
     "aodv": _aodv,
@@ -100,6 +141,7 @@ TARGETS = {
     "proxy": _proxy,
     "medium": _medium,
     "eventsock": _eventsock,
+    "engines": _engines,
 }
 
 
