@@ -10,10 +10,10 @@ no ``mesh0``), so an application reaches 10.42.0.I whatever the stack:
   link-local address (RFC 8966 §4: Babel packets are sent from and to link-local
   addresses, multicast ff02::1:6 port 6696), announces only 10.42.0.0/16 local addresses,
   and installs ``10.42.0.J via 10.42.0.K dev radio0 proto babel onlink``. ``radio0`` is
-  declared ``type wireless`` (ETX link costs, no split horizon, §A.2.2 of RFC 8966); a TAP
-  would otherwise be taken for a wired link. Hello interval 4 s (babeld's default for
-  wireless interfaces), 1 s with ``profile: mobile``, or ``hello_interval_s``.
-- **batmand** (B.A.T.M.A.N. 0.3, draft-wunderlich-openmesh-manet-routing-00 §§4-5):
+  declared ``type wireless`` (ETX link costs, RFC 8966 App. A.2.2; no split horizon,
+  §3.7.4); a TAP would otherwise be taken for a wired link. Hello interval 4 s (babeld's
+  default for wireless interfaces), 1 s with ``profile: mobile``, or ``hello_interval_s``.
+- **batmand** (B.A.T.M.A.N. III, draft-wunderlich-openmesh-manet-routing-00):
   10.42.0.I/16 with broadcast 10.42.255.255 on ``radio0`` (batmand sends its originator
   messages to the interface's broadcast address, so a /32 would not do); host routes in
   table 66 behind ``ip rule to 10.42.0.0/16 lookup 66`` (priority 6600). Originator
@@ -47,6 +47,7 @@ import ctypes.util
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -60,6 +61,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from manetkit import paths
+from manetkit.errors import UserError
 
 log = logging.getLogger("manetkit.lab.peers")
 
@@ -231,9 +233,14 @@ def peer_spec(lab: str, node: str, stack: str, settings: BaseModel):
     """The supervisor of ``node``'s babeld or batmand, its files written."""
     from manetkit.lab.stacks import ProcessSpec
 
+    cfg = peer_config(lab, node, stack, settings)
+    if shutil.which(cfg["argv"][0]) is None:
+        raise UserError(
+            f"stack {stack}: {cfg['argv'][0]} is not installed (apt-get install {stack}; "
+            ".ci/install does)"
+        )
     d = paths.node_dir(lab, node)
     d.mkdir(parents=True, exist_ok=True)
-    cfg = peer_config(lab, node, stack, settings)
     if stack == "babeld":
         assert isinstance(settings, BabeldSettings)
         (d / "babeld.conf").write_text(babeld_conf(lab, node, settings))

@@ -79,6 +79,16 @@ def test_cli_refusal_makes_nothing(rundir):
     assert not paths.lab_dir(lab).exists()
 
 
+def test_missing_daemon_refused_before_anything_is_made(rundir, monkeypatch):
+    from manetkit.lab import stacks
+
+    monkeypatch.setattr(peers, "BABELD_BIN", "no-such-babeld")
+    sc = load_scenario(CHAIN3, {"stack": "babeld"})
+    with pytest.raises(UserError, match="no-such-babeld is not installed"):
+        stacks.node_processes("lx", sc, "n1")
+    assert not paths.lab_dir("lx").exists()
+
+
 def test_babeld_settings_reach_its_config():
     assert BabeldSettings().hello_s == 4.0
     assert BabeldSettings(profile="mobile").hello_s == 1.0
