@@ -343,3 +343,21 @@ def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
             assert isinstance(reader.next_frame(), fr.Reset)
 
     asyncio.run(run())
+
+
+def test_smr_copies_of_one_request_forwarded_at_most_eight_times():
+    """SMR forwards later copies of a request from other neighbours (III-A); those do
+    not count against DSR's forwarding limit, so forged previous hops could make it
+    rebroadcast one request without end: at most ``_MAX_COPY_FORWARDS``."""
+    from manetkit.daemon.engines.smr import _MAX_COPY_FORWARDS
+
+    eng = SmrEngine(ME, SmrConfig(seed=1, broadcast_jitter_ms=0), NeighbourTable())
+    init, target = IPv4Address("10.42.0.7"), IPv4Address("10.42.0.200")
+    sent = 0
+    for i in range(20):
+        eng.receive_frame(0.01 * i, dsr_request(init, 1, target, (forged(i),)), mac(i))
+        eng.handle_timer(0.01 * i)
+        sent += sum(isinstance(a, SendFrame) and a.next_hop is None for a in drain(eng))
+    assert sent == _MAX_COPY_FORWARDS
+    assert eng.counters["smr-copies-capped"] == 20 - _MAX_COPY_FORWARDS
+    assert eng.counters["request-ratelimited"] == 0  # copies are not rate-limited

@@ -805,6 +805,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if rreq.target == self.address:
             self._target_request(now, init, rreq.ident, addrs)
             return
+        ids = self._request_table.get(init)
+        copy = ids is not None and rreq.ident in ids  # SMR forwards some later copies
         if self._request_seen(now, init, rreq.ident, prev, len(addrs)):
             self.counters["request-duplicate"] += 1
             return
@@ -826,7 +828,11 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         if len(addrs) + 2 > self.config.max_route_length:
             self.counters["request-too-long"] += 1
             return
-        if self._over_limit(now, self._fwd_times, self.config.request_forward_ratelimit):
+        # Distinct requests count against the limit; a later copy SMR forwards does not
+        # (SMR bounds those per request).
+        if not copy and self._over_limit(
+            now, self._fwd_times, self.config.request_forward_ratelimit
+        ):
             self.counters["request-ratelimited"] += 1
             return
         fwd = dsr.encapsulate(

@@ -47,6 +47,7 @@ from manetkit.daemon.engines.routecache import Path
 from manetkit.daemon.neighbours import NeighbourTable
 
 _REMEMBERED = 256  # request copies / answered requests remembered (bounded state)
+_MAX_COPY_FORWARDS = 8  # copies of one request forwarded (distinct previous hops)
 
 
 class SmrConfig(DsrConfig):
@@ -141,6 +142,11 @@ class SmrEngine(DsrEngine):
             return False
         first_hops, prevs = first
         if prev in prevs or hops > first_hops:
+            return True
+        if len(prevs) >= _MAX_COPY_FORWARDS:
+            # Bounded: forged previous hops cannot make this node rebroadcast one
+            # request without end (DSR's forwarding rate limit does not count copies).
+            self.counters["smr-copies-capped"] += 1
             return True
         prevs.add(prev)
         self.counters["smr-duplicate-forwarded"] += 1
