@@ -88,4 +88,9 @@ def test_static_aodv_and_dsr_over_hwsim_ibss(rig_tmp):
         assert sig["after_dbm"] - sig["before_dbm"] == pytest.approx(
             signal_step["rx_rssi_change_db"], abs=2
         )
+    # Atra RFP from nl80211 signals: radio 1 walking away is predicted to fail at
+    # node 2 before it reaches the range edge (issue 8)
+    walk = steps["rfp-walk"]["detail"]
+    for protocol in ("aodv", "dsr"):
+        assert walk["predicted_at_m"][protocol] < walk["range_m"]
     assert set(steps["daemons-down"]["detail"].values()) == {0}  # clean exits
