@@ -175,6 +175,25 @@ def test_srp_sends_pure_acks_back_along_the_data_path(srp: bool) -> None:
         assert sim.engines[A(4)].status()["atra"]["pinned_flows"] == 1
 
 
+def test_srp_drops_a_pin_whose_link_a_route_error_cut() -> None:
+    """n4's ACKs are pinned over n2; n2-n1 breaks (unannounced: n4 hears of it only
+    by n2's Route Error for a pinned ACK): the next ACKs take n4's own route over n3
+    instead of following the dead pin until the next data packet re-pins the flow."""
+    sim = dsr_net(4, [(1, 2), (2, 4), (1, 3), (3, 4)], atra=AtraConfig(srp=True))
+    sim.engines[A(1)].cache.add(0.0, (A(1), A(2), A(4)))
+    sim.send(A(1), _tcp(A(1), A(4), 5000, 80, 0x18, b"x" * 200))
+    sim.run(duration=0.1)
+    sim.engines[A(4)].cache.add(sim.now, (A(4), A(3), A(1)))
+    sim.unlink(A(1), A(2))
+    sim.send(A(4), _tcp(A(4), A(1), 80, 5000, 0x10))  # pinned: fails at n2 -> RERR
+    sim.run(duration=1.0)
+    assert sim.engines[A(4)].status()["atra"]["pinned_flows"] == 0
+    n = len(sim.frames)
+    sim.send(A(4), _tcp(A(4), A(1), 80, 5000, 0x10))
+    hops = [f.next_hop for f in sim.frames[n:] if f.sender == A(4)]
+    assert hops == [A(3)]
+
+
 def _is_data(packet: bytes) -> bool:
     return packet[ipv4.PROTOCOL] == ipv4.PROTO_DSR and packet[20] != dsr.NO_NEXT_HEADER
 

@@ -67,6 +67,15 @@ def test_srp_unpins_routes_through_a_broken_hop() -> None:
     assert srp.route_for(0.1, tcp(D, A, 80, 5000, ACK)) is None
 
 
+def test_srp_unpins_routes_over_a_cut_link_only() -> None:
+    srp = SrpTable()
+    srp.data_arrived(0.0, tcp(A, D, 5000, 80, ACK, b"x"), (A, B, D))
+    srp.data_arrived(0.0, tcp(C, D, 5001, 80, ACK, b"x"), (C, B, D))
+    assert srp.unpin_link(A, B) == 1  # D-B-A crosses A-B; D-B-C does not
+    assert srp.route_for(0.1, tcp(D, A, 80, 5000, ACK)) is None
+    assert srp.route_for(0.1, tcp(D, C, 80, 5001, ACK)) == (D, B, C)
+
+
 def test_only_breaks_of_links_in_use_count_as_not_predicted() -> None:
     """AtraState scores an unpredicted break only if some source used the link in the
     last T (the PRE table): a neighbour merely heard is not an active route's link."""

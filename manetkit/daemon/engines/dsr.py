@@ -1072,6 +1072,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         before = self.cache.destinations(now)
         cut = self.cache.remove_link(a, b)
         self._links_cut(now, a, b, reason)
+        if self._atra_on and self._atra.cfg.srp:
+            self._atra.srp.unpin_link(a, b)  # pinned ACKs must not follow a cut link
         if not cut:
             return {}
         lost = before - self.cache.destinations(now)

@@ -101,6 +101,20 @@ class SrpTable:
         for k in [k for k, p in self._pins.items() if hop in p.route]:
             del self._pins[k]
 
+    def unpin_link(self, a: IPv4Address, b: IPv4Address) -> int:
+        """Forget pins whose route crosses the link a-b (either way): a Route Error or
+        our own cache cut it, and an ACK pinned there would be lost until the next data
+        packet re-pins its flow. Returns how many were dropped."""
+        link = {a, b}
+        gone = [
+            k
+            for k, p in self._pins.items()
+            if any({p.route[i], p.route[i + 1]} == link for i in range(len(p.route) - 1))
+        ]
+        for k in gone:
+            del self._pins[k]
+        return len(gone)
+
     def purge(self, now: float) -> None:
         for k in [k for k, p in self._pins.items() if p.until < now]:
             del self._pins[k]
