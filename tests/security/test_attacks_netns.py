@@ -133,3 +133,36 @@ def test_rreq_flood(mesh, secured, record_property):
         # The damage: the forged requests reach the engine (it processes them).
         grown = sum(after.values()) - sum(before.values())
         assert grown >= sent["sent"] * 0.5, (before, after)
+
+
+def test_forged_source_flood_does_not_grow_the_victim(mesh, record_property):
+    """3,000 RREQs at 1,000/s, each from a made-up originator and MAC (no auth): the
+    victim's route table and neighbour tables stay at their bounds (docs/security.md
+    "Bounded state"), its memory does not follow the flood, and it still routes."""
+    start(mesh, False)
+    pid = mesh.procs[1].pid
+    rss0 = rss_kib(pid)
+    sent = rogue(
+        mesh, "ff:ff:ff:ff:ff:ff", "rreq-flood", "--orig", "10.42.0.77", "--spoof",
+        "--rate", "1000", "--seconds", "3",
+    )  # fmt: skip
+    assert sent["sent"] >= 2500, sent
+    bounds = mesh.status(1)["engine"]["bounds"]
+    grown = rss_kib(pid) - rss0
+    record_property("bounds", bounds)
+    record_property("rss_growth_kib", grown)
+    print(f"forged-source flood {sent}: bounds {bounds}, RSS +{grown} KiB")
+    for table in ("route_table", "neighbours", "rreq_seen"):
+        b = bounds[table]
+        assert b["size"] <= b["limit"], (table, b)
+    assert bounds["route_table"]["evicted"] >= sent["sent"] - bounds["route_table"]["limit"]
+    assert bounds["neighbours"]["evicted"] > 0
+    assert grown < 16 * 1024, f"victim RSS grew {grown} KiB"
+    assert ping(mesh)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
