@@ -324,6 +324,10 @@ class LineServer:
                 await _send(writer, self.reply(line, peer))
         except (ConnectionError, OSError):
             pass
+        except asyncio.CancelledError:
+            # close() cancels us: end normally, or Python 3.11's stream callback calls
+            # task.exception() on a cancelled task and logs a traceback per client.
+            pass
         finally:
             if sub is not None:
                 self._subs.discard(sub)

@@ -99,3 +99,26 @@ def test_peer_credentials_and_access_rule(tmp_path):
     assert Access("65534").allows(Peer(1, 1000, 1000, frozenset({65534})))
     assert Access("65534").allows(Peer(1, 1000, 65534))
     assert not Access("65534").allows(Peer(1, 1000, 1000, frozenset({27})))
+
+
+def test_close_with_connected_clients_logs_no_error(tmp_path, caplog):
+    """Closing the server cancels its client tasks; Python 3.11's stream callback then
+    called ``task.exception()`` on a cancelled task and logged a CancelledError
+    traceback per connected client at every shutdown (seen in the lab radio's log)."""
+
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", dict, subscribe=True)
+        await srv.start()
+        conns = [await asyncio.open_unix_connection(str(tmp_path / "s.sock")) for _ in range(2)]
+        conns[0][1].write(b'{"cmd":"subscribe"}\n')
+        assert (await _line(conns[0][0]))["ok"] is True
+        await srv.close()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        for _, w in conns:
+            w.close()
+        await asyncio.sleep(0.01)
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        asyncio.run(main())
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
