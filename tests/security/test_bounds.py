@@ -121,6 +121,14 @@ def test_aodv_route_table_evicts_invalid_first_then_soonest_expiring():
     t.update(1.0, forged(5), forged(5), 1, 5, 5.0)
     assert t.get(r2.dst_b) is None and t.evicted == 2  # then the valid one ending first
     assert t.get(r3.dst_b) is not None and len(t) == 3
+    # A neighbour heard again (confirmed) outlives one-off entries, even expiring first.
+    t.touch_neighbour(2.0, forged(3), 0.5)  # r3: confirmed, now expires at 6 still
+    t2 = RouteTable(capacity=2)
+    nb, _ = t2.touch_neighbour(0.0, forged(10), 1.0)
+    t2.touch_neighbour(0.5, forged(10), 1.0)  # heard again: expires 1.5, confirmed
+    for i in range(20):  # a forged-source flood of one-off reverse routes
+        t2.update(1.0 + i * 0.01, forged(100 + i), forged(100 + i), 1, 5, 3.0)
+    assert t2.get(nb.dst_b) is nb and t2.evicted == 19
 
 
 def test_bus_state_bounds_holds_notices_and_seen():

@@ -7,10 +7,13 @@ path looks them up straight from the packet bytes.
 
 Bounded (issue 12, docs/security.md): at most ``capacity`` entries (``route_table_size``);
 a new destination beyond that evicts, among the entries not being repaired, an INVALID
-one first (it only keeps a sequence number), else the VALID one whose lifetime ends
-first (the least recently used: use refreshes lifetimes, 6.2), silently like a lifetime
-expiry; counted in ``evicted``. Forged RREQs with made-up originators (each one a
-reverse route, 6.5) therefore cannot grow the table.
+one first (it only keeps a sequence number), then a VALID one never heard of again
+since the message that created it (a one-off reverse route, 6.5: what a forged-source
+flood makes), then any VALID one; within each group the one whose lifetime ends first
+(the least recently used: use refreshes lifetimes, 6.2). Silent like a lifetime
+expiry; counted in ``evicted``. Forged RREQs with made-up originators therefore cannot
+grow the table, and they churn among themselves rather than push out neighbours that
+keep being heard.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class Route:
     precursors: set[IPv4Address] = field(default_factory=set)
     dst_b: bytes = b""
     next_hop_b: bytes = b""
+    created: float = 0.0
+    confirmed: bool = False  # updated again after the moment it was created (eviction)
 
     def __post_init__(self) -> None:
         self.dst_b = self.dst.packed
@@ -105,8 +110,10 @@ class RouteTable:
         when nothing changed. The lifetime only grows while the entry stays valid.
         """
         r = self._routes.get(dst.packed)
+        if r is not None and now > r.created:
+            r.confirmed = True
         if r is None:
-            r = Route(dst, next_hop, hops, seq, True, now + lifetime)
+            r = Route(dst, next_hop, hops, seq, True, now + lifetime, created=now)
             self._make_room()
             self._routes[r.dst_b] = r
             return r, None
@@ -137,8 +144,10 @@ class RouteTable:
         """
         r = self._routes.get(nb.packed)
         t = now + lifetime
+        if r is not None and now > r.created:
+            r.confirmed = True
         if r is None:
-            r = Route(nb, nb, 1, 0, False, t)
+            r = Route(nb, nb, 1, 0, False, t, created=now)
             self._make_room()
             self._routes[r.dst_b] = r
             return r, None
@@ -154,14 +163,15 @@ class RouteTable:
         return r, was
 
     def _make_room(self) -> None:
-        """At capacity: evict an INVALID entry, else the VALID one expiring first
-        (never one being repaired). O(n), only when full."""
+        """At capacity: evict an INVALID entry, else an unconfirmed VALID one, else any
+        VALID one, the soonest-expiring of the group (never one being repaired). O(n),
+        only when full."""
         if len(self._routes) < self.capacity:
             return
         victims = [r for r in self._routes.values() if r.state is not REPAIRING]
         if not victims:
             return  # every entry under repair: bounded by the discoveries
-        v = min(victims, key=lambda r: (r.state is VALID, r.expires))
+        v = min(victims, key=lambda r: (r.state is VALID, r.confirmed, r.expires))
         del self._routes[v.dst_b]
         self.evicted += 1
 
