@@ -20,8 +20,8 @@ no ``mesh0``), so an application reaches 10.42.0.I whatever the stack:
   interval 1 s (batmand's default), 0.5 s with ``profile: mobile``, or
   ``originator_interval_s``.
 
-Neither daemon takes ``--lab``, so each runs under a small supervisor,
-``python -m manetkit.lab.peers --lab LAB --node nI --config nodes/nI/peer.json`` (the
+Neither daemon takes ``--lab``, so each runs under a small supervisor (``peerrun``),
+``python -m manetkit.lab.peerrun --lab LAB --node nI --config nodes/nI/peer.json`` (the
 :class:`~manetkit.lab.stacks.ProcessSpec` ``lab up`` starts and ``lab down`` finds by
 ``--lab``). The supervisor puts the address and the forwarding sysctls on ``radio0``,
 waits for IPv6 duplicate address detection to finish (babeld cannot send from a
@@ -40,15 +40,8 @@ top; ``elfn``/``bus`` are refused when the scenario is loaded.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import ctypes
-import ctypes.util
 import json
-import logging
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -62,8 +55,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from manetkit import paths
 from manetkit.errors import UserError
-
-log = logging.getLogger("manetkit.lab.peers")
 
 PEER_STACKS = ("babeld", "batmand")
 INTERFACE = "radio0"
@@ -250,7 +241,7 @@ def peer_spec(lab: str, node: str, stack: str, settings: BaseModel):
         ready = _batmand_ready(lab, node)
     path = peer_config_path(lab, node)
     path.write_text(json.dumps(cfg, indent=2) + "\n")
-    argv = [sys.executable, "-m", "manetkit.lab.peers", "--lab", lab, "--node", node]
+    argv = [sys.executable, "-m", "manetkit.lab.peerrun", "--lab", lab, "--node", node]
     argv += ["--config", str(path)]
     return ProcessSpec(f"{stack}-{node}", argv, netns=paths.netns_name(lab, node), ready=ready)
 
@@ -372,131 +363,3 @@ def format_route(rt: dict[str, Any]) -> str:
     if rt.get("type") == "unreachable":
         return f"unreachable {rt.get('dst')}"
     return f"{rt.get('dst')} via {rt['via']}" if rt.get("via") else f"{rt.get('dst')} (link)"
-
-
-# --- the supervisor -------------------------------------------------------------------------
-
-PR_SET_PDEATHSIG = 1
-CLONE_NEWNS = 0x00020000
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_SLAVE = 1 << 19
-IFA_F_TENTATIVE = 0x40
-
-
-def _sysctl(key: str, value: str | int) -> None:
-    Path("/proc/sys", *key.split(".")).write_text(f"{value}\n")
-
-
-def configure_radio(cfg: dict[str, Any], ipv6_timeout: float = 10.0) -> None:
-    """Address, forwarding sysctls and (for babeld) a usable IPv6 link-local on radio0."""
-    from pyroute2 import IPRoute
-
-    iface = cfg["interface"]
-    if not Path(f"/proc/sys/net/ipv4/conf/{iface}").exists():
-        raise RuntimeError(f"no interface {iface} in this namespace (is the radio attached?)")
-    # Forward between radio0 and radio0; a redirect would tell a node to skip a hop it
-    # cannot hear, and reverse-path filtering would drop the hops of a multi-hop route.
-    _sysctl("net.ipv4.ip_forward", 1)
-    for scope in ("all", "default", iface):
-        _sysctl(f"net.ipv4.conf.{scope}.send_redirects", 0)
-        _sysctl(f"net.ipv4.conf.{scope}.accept_redirects", 0)
-        _sysctl(f"net.ipv4.conf.{scope}.rp_filter", 0)
-    with IPRoute() as ipr:
-        idx = ipr.link_lookup(ifname=iface)[0]
-        kw: dict[str, Any] = {}
-        if cfg.get("broadcast"):
-            kw["broadcast"] = cfg["broadcast"]
-        ipr.addr("replace", index=idx, address=cfg["address"], prefixlen=cfg["prefixlen"], **kw)
-        if not cfg.get("wait_ipv6"):
-            return
-        v6 = Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6")
-        if not v6.exists():
-            raise RuntimeError("babeld needs IPv6 (link-local on radio0): this kernel has none")
-        if v6.read_text().strip() != "0":
-            log.info("enabling IPv6 on %s (babeld speaks over link-local)", iface)
-            v6.write_text("0\n")
-        deadline = time.monotonic() + ipv6_timeout
-        while True:
-            lls = [
-                a
-                for a in ipr.get_addr(family=socket.AF_INET6, index=idx)
-                if a.get_attr("IFA_ADDRESS", "").startswith("fe80:")
-            ]
-            flags = [a.get_attr("IFA_FLAGS") or a["flags"] for a in lls]
-            if lls and not any(f & IFA_F_TENTATIVE for f in flags):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{iface} has no usable IPv6 link-local address after {ipv6_timeout:g} s "
-                    f"({'still tentative' if lls else 'none'}): babeld cannot send"
-                )
-            time.sleep(0.05)
-
-
-def _child_setup(private_run: str | None) -> Callable[[], None]:
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-
-    def setup() -> None:  # runs in the child between fork and exec
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if private_run:
-            run = os.path.realpath("/var/run").encode()
-            if libc.unshare(CLONE_NEWNS) != 0:
-                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
-            if libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
-                raise OSError(ctypes.get_errno(), "mount --make-rslave /")
-            if libc.mount(private_run.encode(), run, None, MS_BIND, None) != 0:
-                raise OSError(ctypes.get_errno(), f"mount --bind {private_run} {run.decode()}")
-
-    return setup
-
-
-def supervise(cfg: dict[str, Any]) -> int:
-    """Start the daemon, pass signals on, return its exit status."""
-    argv = cfg["argv"]
-    log.info("starting %s", " ".join(argv))
-    try:
-        child = subprocess.Popen(argv, preexec_fn=_child_setup(cfg.get("private_run")))
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.error("cannot start %s: %s", argv[0], exc)
-        return 1
-    stopping = False
-
-    def forward(signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, forward)
-    rc = child.wait()
-    log.info("%s exited with %s", argv[0], rc)
-    if stopping:
-        return 0
-    return rc if rc > 0 else 1  # the daemon ending by itself is a failure
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m manetkit.lab.peers",
-        description="run one lab node's babeld or batmand on radio0 (lab up starts it)",
-    )
-    p.add_argument("--lab", required=True)
-    p.add_argument("--node", required=True)
-    p.add_argument("--config", required=True, help="nodes/nI/peer.json written by lab up")
-    args = p.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format=f"%(asctime)s peers {args.node} %(levelname)s %(message)s"
-    )
-    try:
-        cfg = json.loads(Path(args.config).read_text())
-        configure_radio(cfg)
-    except (OSError, ValueError, RuntimeError, KeyError) as exc:
-        log.error("%s: %s", args.config, exc)
-        return 1
-    return supervise(cfg)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

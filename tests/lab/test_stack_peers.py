@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -143,6 +144,64 @@ def test_babeld_dump_parsing():
     assert [(n["node"], n["cost"]) for n in got] == [("n2", 260), (None, 65535)]
     assert peers.link_local_node("fe80::6d:6bff:fe00:12c") == "n300"
     assert peers.link_local_node("fe80::7d:6bff:fe00:2") is None  # not a lab radio's MAC
+
+
+# --- the supervisor (manetkit.lab.peerrun) with a stand-in daemon ----------------------------
+
+
+def _supervisor(tmp_path, argv: list[str], private_run: str | None = None):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from manetkit.lab.peerrun import supervise; "
+        f"sys.exit(supervise({{'argv': {argv!r}, 'private_run': {private_run!r}}}))"
+    )
+    return subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
+
+
+def _child_of(pid: int) -> int:
+    children = wait_for(
+        lambda: Path(f"/proc/{pid}/task/{pid}/children").read_text().split(), 10, "the daemon"
+    )
+    return int(children[0])
+
+
+def test_supervisor_passes_sigterm_on_and_exits_0(tmp_path):
+    sup = _supervisor(tmp_path, ["sleep", "60"])
+    daemon = _child_of(sup.pid)
+    sup.send_signal(signal.SIGTERM)
+    assert sup.wait(10) == 0
+    wait_for(lambda: not alive(daemon), 5, "the daemon to end")
+
+
+def test_supervisor_killed_takes_its_daemon(tmp_path):
+    sup = _supervisor(tmp_path, ["sleep", "60"])
+    daemon = _child_of(sup.pid)
+    sup.kill()
+    sup.wait(10)
+    wait_for(lambda: not alive(daemon), 5, "PR_SET_PDEATHSIG to end the daemon")
+
+
+def test_daemon_ending_by_itself_is_a_failure(tmp_path):
+    assert _supervisor(tmp_path, ["true"]).wait(10) == 1
+    assert _supervisor(tmp_path, ["sh", "-c", "exit 3"]).wait(10) == 3
+
+
+@pytest.mark.netns  # needs CAP_SYS_ADMIN (mount namespaces), as the lab tests
+def test_private_run_hides_the_hosts_run(tmp_path):
+    priv = tmp_path / "run"
+    priv.mkdir()
+    probe = f"mk-peers-probe-{os.getpid()}"
+    sup = _supervisor(
+        tmp_path, ["sh", "-c", f"echo x > /var/run/{probe} && exec sleep 60"], str(priv)
+    )
+    try:
+        wait_for(lambda: (priv / probe).exists(), 10, "the daemon's file in its private /run")
+        assert not Path("/run", probe).exists()
+    finally:
+        sup.terminate()
+        sup.wait(10)
 
 
 # --- real daemons in a lab --------------------------------------------------------------------
