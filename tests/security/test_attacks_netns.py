@@ -32,8 +32,8 @@ def mesh(tmp_path):
         yield m
 
 
-def start(mesh: VethMesh, secured: bool) -> None:
-    over: dict = {"protocol": "aodv"}
+def start(mesh: VethMesh, secured: bool, protocol: str = "aodv") -> None:
+    over: dict = {"protocol": protocol}
     if secured:
         key = mesh.workdir / "mesh.key"
         key.write_text(KEY)
@@ -86,6 +86,28 @@ def test_forged_rrep_black_hole(mesh, secured):
         assert drops(mesh)["auth-unsigned"] >= 3
         r = route(mesh, N2)
         assert r is None or r["next_hop"] == N2, r
+        assert ping(mesh)
+
+
+@pytest.mark.parametrize("secured", [False, True], ids=["no-auth", "auth"])
+def test_forged_dsr_route_error(mesh, secured):
+    """A forged Route Error (RFC 4728 8.3.5) addressed to n1 claiming n2 lost its link
+    to n1: without auth n1 cuts its route to n2 and holds the link; with auth it is
+    dropped before the engine and the route stays."""
+    start(mesh, secured, protocol="dsr")
+    assert ping(mesh)
+    assert any(p["dst"] == N2 for p in mesh.status(1)["engine"]["paths"])
+    seen = mesh.status(1)["engine"]["counters"].get("errors-seen", 0)
+    rogue(mesh, mesh.mac(1), "dsr-rerr", "--src", N2, "--dst", N1, "--unreachable", N1)
+    eng = mesh.status(1)["engine"]
+    if not secured:
+        # The damage: the route to n2 is gone, the link held (not re-learnt for 2 s).
+        assert eng["counters"]["errors-seen"] - seen >= 3, eng["counters"]
+        assert not any(p["dst"] == N2 for p in eng["paths"]), eng["paths"]
+    else:
+        assert drops(mesh)["auth-unsigned"] >= 3
+        assert eng["counters"].get("errors-seen", 0) == seen
+        assert any(p["dst"] == N2 for p in eng["paths"]), eng["paths"]
         assert ping(mesh)
 
 
