@@ -210,3 +210,14 @@ def render(st: dict[str, Any], console: Console) -> None:
         else:
             t.add_row(group, "", _fmt(values))
     console.print(t)
+
+    bounds = engine.get("bounds")
+    if isinstance(bounds, dict) and bounds:
+        # Bounded state (docs/security.md): a table at its limit or evicting is news.
+        t = Table(title="tables (size / limit, evicted)")
+        for col in ("table", "size", "limit", "evicted"):
+            t.add_column(col, justify="left" if col == "table" else "right")
+        for name, b in sorted(bounds.items()):
+            if isinstance(b, dict):
+                t.add_row(name, _fmt(b.get("size")), _fmt(b.get("limit")), _fmt(b.get("evicted")))
+        console.print(t)
