@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,34 @@ def test_peer_stack_multihop(
     assert not any(alive(p) for p in pids.values())
     assert not paths.lab_dir(lab).exists()
     assert os.path.exists("/run/batmand.socket") == host_socket_before
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", ["babeld", "batmand"])
+def test_peer_stack_reroutes_around_a_cut_link(lab_factory, record_property, stack):
+    """ladder-6: n1 -> n6 over one rail; the medium cuts n1's first hop; the daemon moves
+    the kernel route to the other rail (its hellos / originator messages stop arriving)."""
+    lab = lab_factory(
+        SCENARIOS / "ladder-6.yaml", "--stack", stack, "--set", f"{stack}.profile=mobile"
+    )
+    wait_ping(lab, "n1", "10.42.0.6", timeout=40)
+
+    def gateway() -> str | None:
+        out = nsexec(lab, "n1", "ip", "route", "get", "10.42.0.6", check=False).stdout.split()
+        return out[out.index("via") + 1] if "via" in out else None
+
+    first = gateway()
+    assert first in ("10.42.0.2", "10.42.0.4"), first
+    other = "10.42.0.4" if first == "10.42.0.2" else "10.42.0.2"
+    manetkit("lab", "link", "n1", f"n{first[-1]}", "down", "--name", lab)
+    t0 = time.monotonic()
+    wait_for(lambda: gateway() == other, 40, f"n1's route to n6 via {other}")
+    record_property("reroute_s", round(time.monotonic() - t0, 2))
+    print(f"{stack}: n1 -> n6 moved from {first} to {other} in {time.monotonic() - t0:.1f} s")
+    # and stays there while the link is down (both rails are equal: no flapping back)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        assert gateway() == other
+        time.sleep(0.2)
+    wait_ping(lab, "n1", "10.42.0.6", timeout=10)
