@@ -4,6 +4,7 @@ session client fetching pages and their objects, and pages failing when the serv
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -63,12 +64,16 @@ def test_a_session_completes_pages_and_fails_them_when_the_server_is_gone(tmp_pa
     assert info["pages"] == 5
     # the server is gone: every page fails (refused), none is counted as done
     out2 = tmp_path / "refused.json"
+    before = signal.getsignal(signal.SIGTERM)
     webclient.main(["--url", f"http://127.0.0.1:{port}", "--duration", "1", "--think", "0,0.2",
                     "--out", str(out2)])  # fmt: skip
     res2 = web.pair_result("n1", "n2", out2)
     assert res2["pages_completed"] == 0 and res2["pages_failed"] >= 1
     assert any("ConnectionRefused" in e for e in res2["errors"])
     assert json.loads(out2.read_text())["url"].endswith(str(port))
+    # main() leaves the caller's SIGTERM handler as it was (a forked child of the
+    # caller must not inherit the client's exit-on-TERM)
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 @pytest.mark.parametrize(
