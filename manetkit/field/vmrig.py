@@ -198,8 +198,12 @@ def warm_bytecode(prefix: Path) -> None:
 
 
 def python_path() -> list[str]:
-    """This checkout, then the interpreter's site-packages (the guest runs ``-S``)."""
-    return [str(REPO_ROOT), *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})]
+    """This checkout, then every site-packages this interpreter uses (the guest runs
+    ``-S``): its own, and a virtualenv's system site-packages
+    (``--system-site-packages``), which ``sysconfig`` does not name."""
+    own = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
+    used = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return [str(REPO_ROOT), *dict.fromkeys([*own, *used])]
 
 
 def kept_paths(paths: list[Path]) -> list[Path]:
