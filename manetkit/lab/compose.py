@@ -28,11 +28,13 @@ CONTAINER_SCENARIO = "/etc/manetkit/scenario.yaml"
 # Node entrypoint (bash: ``wait -n``): the medium's name must resolve before the radio
 # starts (it resolves once), radio in the background, wait for its TAP, then daemon and
 # proxy; the container ends when any of them does, and SIGTERM (``docker stop``) goes to
-# all of them. radio0 carries no IP address, as in ``lab up``: the daemon's TUN mesh0 has
+# all of them. Swarm services take no ``devices:``: there the TUN node is made (runc's
+# default device rules allow 10:200). radio0 carries no IP address, as in ``lab up``: the daemon's TUN mesh0 has
 # the mesh address (docs/daemon.md).
 _NODE_SCRIPT = r"""set -e
 mkdir -p /etc/manetkit /var/log/manetkit
 trap 'kill $$(jobs -p) 2>/dev/null; wait; exit 0' TERM INT
+[ -c /dev/net/tun ] || { mkdir -p /dev/net && mknod /dev/net/tun c 10 200; }
 i=0; until getent hosts medium >/dev/null; do i=$$((i+1)); [ $$i -lt 200 ] || exit 1; sleep 0.05; done
 manetkit lab radio --lab "$$MK_LAB" --node "$$MK_NODE" --medium-udp "medium:$$MK_PORT" \
   >/var/log/manetkit/radio.log 2>&1 &
@@ -111,6 +113,9 @@ def compose_file(scenario, lab: str, image: str = IMAGE) -> dict[str, Any]:
             },
             "networks": ["mesh"],
             "volumes": ["logs:/var/log/manetkit"],
+            # swarm: radios reach the medium's own address, not a virtual IP (UDP through
+            # the VIP's IPVS needs kernel support that not every host has)
+            "deploy": {"endpoint_mode": "dnsrr"},
         }
     }
     volumes: dict[str, Any] = {"logs": {}}

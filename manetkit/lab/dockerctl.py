@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,7 +73,8 @@ def build_image(tag: str = IMAGE, *, timeout: float = 1200.0) -> float:
     """Build ``tag`` offline with ``docker/build`` (base image from Debian's packages if
     missing, wheels fetched on the host); seconds it took."""
     t0 = time.monotonic()
-    run([str(DOCKER_DIR / "build"), tag], timeout=timeout)
+    env = {**os.environ, "PYTHON": sys.executable}
+    run([str(DOCKER_DIR / "build"), tag], timeout=timeout, env=env)
     return time.monotonic() - t0
 
 
