@@ -135,7 +135,9 @@ def supervise(cfg: dict[str, Any]) -> int:
         signal.signal(sig, forward)
     log.info("starting %s", " ".join(argv))
     try:
-        child = subprocess.Popen(argv, preexec_fn=_child_setup(cfg.get("private_run")))
+        child = subprocess.Popen(
+            argv, cwd=cfg.get("cwd"), preexec_fn=_child_setup(cfg.get("private_run"))
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         log.error("cannot start %s: %s", argv[0], exc)
         return 1

@@ -99,13 +99,14 @@ def test_babeld_settings_reach_its_config():
     lines = conf.splitlines()
     assert "interface radio0 type wireless hello-interval 1 update-interval 8" in lines
     assert "router-id 02:6d:6b:00:00:03" in lines
-    assert f"local-path {paths.node_dir('lx', 'n3') / 'babeld.sock'}" in lines
+    assert "local-path babeld.sock" in lines  # relative: AF_UNIX paths have <= 107 bytes
     # only the mesh addresses are announced
     assert lines.index("redistribute local ip 10.42.0.0/16 allow") < lines.index(
         "redistribute local deny"
     )
     cfg = peers.peer_config("lx", "n3", "babeld", BabeldSettings())
     assert (cfg["address"], cfg["prefixlen"], cfg["wait_ipv6"]) == ("10.42.0.3", 32, True)
+    assert cfg["cwd"] == str(paths.node_dir("lx", "n3"))
     assert cfg["argv"][0] == "babeld" and cfg["argv"][-1] == "radio0"
     # per-node pid and state files: instances share the filesystem
     for flag, name in (("-I", "babeld.pid"), ("-S", "babel-state"), ("-c", "babeld.conf")):
@@ -129,6 +130,25 @@ def test_batmand_settings_reach_its_argv(settings, ms):
         "10.42.255.255",
     )
     assert cfg["private_run"] == str(paths.node_dir("lx", "n300") / "run")
+
+
+def test_connect_unix_beyond_the_sun_path_limit(tmp_path):
+    import socket
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    path = deep / "x.sock"
+    assert len(str(path)) > 108
+    with socket.socket(socket.AF_UNIX) as srv, socket.socket(socket.AF_UNIX) as cli:
+        fd = os.open(deep, os.O_PATH | os.O_DIRECTORY)
+        try:
+            srv.bind(f"/proc/self/fd/{fd}/x.sock")
+        finally:
+            os.close(fd)
+        srv.listen()
+        peers.connect_unix(cli, path)
+        conn, _ = srv.accept()
+        conn.close()
 
 
 def test_babeld_dump_parsing():
