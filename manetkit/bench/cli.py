@@ -18,6 +18,7 @@ BENCHES: list[tuple[str, str]] = [
     ("flap", "bulk TCP over a flapping 3-hop chain: plain, fixed-rto, elfn, bus"),
     ("proxy", "split-TCP proxy overhead: lab chain vs plain, fast veth through a proxy pair"),
     ("labup", "time to bring a lab up and down (rwp-30: goal under 30 s, nothing left)"),
+    ("docker", "image size and build time; compose lab up time and iperf3 vs the netns lab"),
     ("smr", "TCP over DSR vs SMR concurrent/backup1/backup2, rwp-50 (Lim/Xu/Gerla)"),
     ("atra", "TCP over DSR vs ELFN vs Atra RFP/PRE/SRP, rwp-30 at 1/10/20 m/s (Anantharaman)"),
 ]
