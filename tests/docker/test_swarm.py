@@ -47,21 +47,9 @@ def _until(pred, timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-# With Debian bookworm's docker CLI 20.10 the stack came up healthy but ping n1 -> n3 never
-# got through in 60 s (2026-11-24); the same file with CLI 28.2 carried it at once. The
-# cause is not isolated yet (docs/docker.md, "Swarm"), so the test needs a CLI >= 23.
-MIN_CLI_MAJOR = 23
-
-
 @pytest.fixture
 def swarm(docker_ok):
     """A single-node swarm made for the test, and left (with what it made) afterwards."""
-    cli = _docker("version", "-f", "{{.Client.Version}}").stdout.strip()
-    if int(cli.split(".")[0]) < MIN_CLI_MAJOR:
-        pytest.skip(
-            f"docker CLI {cli}: with 20.10's stack deploy the chain-3 stack is healthy but "
-            f"carries no ping (cause not isolated; see docs/docker.md); needs >= {MIN_CLI_MAJOR}"
-        )
     if _swarm_state() != "inactive":
         pytest.skip("this Docker is already in a swarm: the test would have to leave it")
     nets_before = set(_docker("network", "ls", "--format", "{{.Name}}").stdout.split())
