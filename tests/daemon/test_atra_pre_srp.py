@@ -106,3 +106,29 @@ def test_waiting_for_a_way_around_ends_at_the_horizon_or_the_break() -> None:
     st.wait_for_route(20.0, dst, (me, nh, dst), (me, nh))
     st.link_failed(21.0, nh)  # the link broke first: normal recovery takes over
     assert not st.still_waiting(21.0, dst)
+
+
+def test_source_side_atra_maps_and_break_history_are_bounded() -> None:
+    from manetkit.daemon.engines.atra import AtraConfig
+    from manetkit.daemon.engines.atra.rfp import MAX_FAILED, RfpPredictor
+    from manetkit.daemon.engines.atra.state import MAX_WAITING, AtraState
+
+    me, nh = IPv4Address("10.42.0.1"), IPv4Address("10.42.0.2")
+    st = AtraState(AtraConfig(rfp=True), me)
+    for i in range(MAX_WAITING + 50):
+        dst = IPv4Address(0x0A2B0000 + i)
+        st.wait_for_route(0.0, dst, (me, nh, dst), (me, nh))
+        st.avoid_link(0.0, nh, dst)
+    assert len(st.waiting) == MAX_WAITING and len(st.avoid) == MAX_WAITING
+    # once they expired, new ones are kept again
+    late = IPv4Address("10.44.0.1")
+    st.wait_for_route(10.0, late, (me, nh, late), (me, nh))
+    assert late in st.waiting and len(st.waiting) == 1
+    # one remembered break per neighbour that ever broke, bounded
+    rfp = RfpPredictor(AtraConfig(rfp=True))
+    for i in range(MAX_FAILED + 100):
+        nb = IPv4Address(0x0A2D0000 + i)
+        for k in range(5):
+            rfp.sample(i + k * 0.2, nb, -60.0)
+        rfp.link_failed(i + 1.0, nb)
+    assert len(rfp._failed) <= MAX_FAILED

@@ -37,6 +37,7 @@ from typing import Any
 from manetkit.daemon.engines.atra.config import AtraConfig
 
 _LN10 = math.log(10.0)
+MAX_FAILED = 1024  # breaks remembered for scoring repeats (see _forget_old_failures)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +232,7 @@ class RfpPredictor:
         op = self._open.pop(neighbour, None)
         if op is None and (not tracked or (last is not None and now - last < self._repeat_s)):
             return "repeat"  # the same break reported again (TxFailed, then LinkDown)
+        self._forget_old_failures(now)
         if op is None and not in_use:
             self._failed[neighbour] = now
             return "idle"
@@ -242,6 +244,17 @@ class RfpPredictor:
             self.false_alarms += 1
         self.missed += 1
         return "missed"
+
+    def _forget_old_failures(self, now: float) -> None:
+        """Bound ``_failed`` (one entry per neighbour that ever broke; spoofed stations
+        could grow it): beyond MAX_FAILED, entries older than the repeat window go;
+        they no longer change how a break is scored."""
+        if len(self._failed) < MAX_FAILED:
+            return
+        for nb in [nb for nb, t in self._failed.items() if now - t >= self._repeat_s]:
+            del self._failed[nb]
+        while len(self._failed) >= MAX_FAILED:  # all recent: the oldest goes
+            del self._failed[min(self._failed, key=self._failed.__getitem__)]
 
     def handle_timer(self, now: float) -> list[Prediction]:
         """Predictions whose 2x look-ahead passed without a failure: false alarms."""

@@ -17,6 +17,10 @@ from manetkit.daemon.engines.atra.rfp import Prediction, RfpPredictor
 from manetkit.daemon.engines.atra.srp import SrpTable
 
 Link = tuple[IPv4Address, IPv4Address]
+# Source-side Atra maps (destinations waiting for a way around, links avoided): each
+# entry lives 2x the look-ahead; beyond this many the new one is not kept (the route
+# then recovers as without RFP, when the link really breaks).
+MAX_WAITING = 256
 
 
 class AtraState:
@@ -58,6 +62,10 @@ class AtraState:
         return False
 
     def avoid_link(self, now: float, a: IPv4Address, b: IPv4Address) -> None:
+        if len(self.avoid) >= MAX_WAITING:
+            self.avoided(now)  # drops the expired ones
+            if len(self.avoid) >= MAX_WAITING:
+                return
         self.avoid[frozenset((a, b))] = ((a, b), now + 2 * self.cfg.lookahead_s)
 
     def avoided(self, now: float) -> list[Link]:
@@ -70,6 +78,11 @@ class AtraState:
     ) -> None:
         """``dst``'s route crosses a predicted link: look for another until the
         prediction's horizon (2x the look-ahead); the current route stays in use."""
+        if dst not in self.waiting and len(self.waiting) >= MAX_WAITING:
+            for d in [d for d, until in self.waiting_until.items() if until < now]:
+                self.done_waiting(d)
+            if len(self.waiting) >= MAX_WAITING:
+                return  # bounded: this destination is rerouted when the link breaks
         self.waiting[dst] = (route, link)
         self.waiting_until[dst] = now + 2 * self.cfg.lookahead_s
 
