@@ -184,6 +184,14 @@ def _slug(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() or c in "-_" else "_" for c in p) for p in parts)
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Every report plot ends the same way: laid out, written at 110 dpi, closed."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_goodput(rows: list[dict], dest: Path) -> list[Path]:
     """Goodput vs speed, a line per variant, one PNG per (scenario, traffic)."""
     plt = _pyplot()
@@ -205,11 +213,7 @@ def plot_goodput(rows: list[dict], dest: Path) -> list[Path]:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend()
-        fig.tight_layout()
-        path = dest / f"goodput-{_slug(scen, traffic)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        made.append(path)
+        made.append(_save(plt, fig, dest / f"goodput-{_slug(scen, traffic)}.png"))
     return made
 
 
@@ -240,11 +244,7 @@ def plot_expected(docs: list[dict[str, Any]], dest: Path) -> list[Path]:
         ax.set_title(f"{scen}, {traffic}: measured vs expected")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = dest / f"expected-{_slug(scen, traffic)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        made.append(path)
+        made.append(_save(plt, fig, dest / f"expected-{_slug(scen, traffic)}.png"))
     return made
 
 
@@ -271,11 +271,7 @@ def plot_http(rows: list[dict], dest: Path) -> list[Path]:
         ax.set_title(f"{scen}, {traffic}: HTTP page service time")
         ax.grid(axis="y", alpha=0.3)
         ax.legend()
-        fig.tight_layout()
-        path = dest / f"http-{_slug(scen, traffic)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        made.append(path)
+        made.append(_save(plt, fig, dest / f"http-{_slug(scen, traffic)}.png"))
     return made
 
 
