@@ -180,7 +180,8 @@ def _medium_ready(lab: str) -> bool:
         return False
 
 
-def _radio_ready(lab: str, node: str) -> bool:
+def radio_ready(lab: str, node: str) -> bool:
+    """The node's radio process is attached to the medium."""
     try:
         return bool(
             radio.request(paths.radio_control_socket(lab, node), {"cmd": "stats"})["attached"]
@@ -236,7 +237,7 @@ def up(
         state.processes += radios
         state.save()
         _wait(
-            lambda: [n for n in node_names if not _radio_ready(lab, n)],
+            lambda: [n for n in node_names if not radio_ready(lab, n)],
             deadline,
             "radios to attach",
             radios,

@@ -30,6 +30,7 @@ scenario's ``babeld:``/``batmand:`` section); a proxy on top runs without a daem
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -116,16 +117,14 @@ def daemon_config(lab: str, node: str, protocol: str, extra: dict[str, Any] | No
     return _merge(cfg, extra or {})
 
 
-def _daemon_ready(lab: str, node: str) -> Callable[[], bool]:
-    def ready() -> bool:
-        from manetkit.jsonlines import request
+def daemon_ready(lab: str, node: str) -> bool:
+    """The node's daemon answers a ping on its event socket."""
+    from manetkit.jsonlines import request
 
-        try:
-            return bool(request(daemon_socket(lab, node), {"cmd": "ping"}, timeout=1).get("ok"))
-        except (OSError, ValueError):
-            return False
-
-    return ready
+    try:
+        return bool(request(daemon_socket(lab, node), {"cmd": "ping"}, timeout=1).get("ok"))
+    except (OSError, ValueError):
+        return False
 
 
 def daemon_spec(
@@ -141,7 +140,10 @@ def daemon_spec(
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     argv = [sys.executable, "-m", "manetkit.daemon", "--config", str(path), "--lab", lab]
     return ProcessSpec(
-        f"daemon-{node}", argv, netns=paths.netns_name(lab, node), ready=_daemon_ready(lab, node)
+        f"daemon-{node}",
+        argv,
+        netns=paths.netns_name(lab, node),
+        ready=functools.partial(daemon_ready, lab, node),
     )
 
 
@@ -178,19 +180,17 @@ def proxy_config(
     return _merge(cfg, extra or {})
 
 
-def _proxy_ready(lab: str, node: str, with_daemon: bool) -> Callable[[], bool]:
-    def ready() -> bool:
-        from manetkit.jsonlines import request
+def proxy_ready(lab: str, node: str, with_daemon: bool = True) -> bool:
+    """The node's proxy answers on its status socket and, with a daemon, has subscribed
+    to its events (so no route event of the run is missed)."""
+    from manetkit.jsonlines import request
 
-        try:
-            reply = request(proxy_socket(lab, node), {"cmd": "status"}, timeout=1)
-        except (OSError, ValueError):
-            return False
-        st = reply.get("status") or {}
-        # with a daemon: only once subscribed, so no route event of the run is missed
-        return bool(reply.get("ok")) and (not with_daemon or bool(st.get("daemon_connected")))
-
-    return ready
+    try:
+        reply = request(proxy_socket(lab, node), {"cmd": "status"}, timeout=1)
+    except (OSError, ValueError):
+        return False
+    st = reply.get("status") or {}
+    return bool(reply.get("ok")) and (not with_daemon or bool(st.get("daemon_connected")))
 
 
 def proxy_spec(
@@ -209,7 +209,7 @@ def proxy_spec(
         f"proxy-{node}",
         argv,
         netns=paths.netns_name(lab, node),
-        ready=_proxy_ready(lab, node, with_daemon),
+        ready=functools.partial(proxy_ready, lab, node, with_daemon),
     )
 
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from manetkit import paths
-from manetkit.jsonlines import request
 from manetkit.lab import nodes
-from manetkit.procs import alive, wait_for
+from manetkit.procs import alive, stop_all, wait_for
 
 RECEIVER = r"""
 import hashlib, json, socket, sys, time
@@ -212,41 +211,7 @@ class LabProcs:
 
     def reap(self) -> None:
         """Stop (SIGTERM, then SIGKILL) and reap what :meth:`start` started."""
-        for p in self.children:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.children:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-
-def daemon_ready(lab: str, node: str) -> bool:
-    try:
-        return bool(request(paths.daemon_socket(lab, node), {"cmd": "ping"}, timeout=1).get("ok"))
-    except (OSError, ValueError):
-        return False
-
-
-def proxy_ready(lab: str, node: str) -> bool:
-    try:
-        st = request(paths.proxy_socket(lab, node), {"cmd": "status"}, timeout=1)["status"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return bool(st.get("daemon_connected"))
-
-
-def radio_attached(lab: str, node: str) -> bool:
-    from manetkit.lab import radio
-
-    try:
-        return bool(
-            radio.request(paths.radio_control_socket(lab, node), {"cmd": "stats"})["attached"]
-        )
-    except (OSError, ValueError, KeyError):
-        return False
+        stop_all(self.children)
 
 
 def leftovers(lab: str, node: str) -> list[str]:

@@ -23,17 +23,9 @@ from collections.abc import Callable
 
 import pytest
 
-from manetkit.lab.stacks import PROXY_EXTRA_ENV
-from tests.helpers.faults import (
-    LabProcs,
-    Transfer,
-    daemon_ready,
-    leftovers,
-    ns_run,
-    proxy_ready,
-    radio_attached,
-    verdict,
-)
+from manetkit.lab.nodes import radio_ready
+from manetkit.lab.stacks import PROXY_EXTRA_ENV, daemon_ready, proxy_ready
+from tests.helpers.faults import LabProcs, Transfer, leftovers, ns_run, verdict
 from tests.helpers.lab import SCENARIOS, wait_for, wait_ping
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -61,7 +53,7 @@ def replug_radio(p: LabProcs, lab: str, node: str) -> None:
     ns_run(lab, node, "ip", "link", "del", "radio0")
     p.wait_gone(f"radio-{node}")
     p.start(f"radio-{node}")
-    wait_for(lambda: radio_attached(lab, node), 10, f"radio-{node} attached again")
+    wait_for(lambda: radio_ready(lab, node), 10, f"radio-{node} attached again")
     wait_for(lambda: "is back" in p.log(f"daemon-{node}"), 10, f"daemon-{node} re-opened radio0")
 
 
@@ -69,7 +61,7 @@ def restart_medium(p: LabProcs, lab: str, node: str) -> None:
     p.kill("medium")
     p.start("medium")
     for n in ("n1", "n2", "n3", "n4"):
-        wait_for(lambda n=n: radio_attached(lab, n), 15, f"radio-{n} re-attached")
+        wait_for(lambda n=n: radio_ready(lab, n), 15, f"radio-{n} re-attached")
 
 
 def restart_proxy(p: LabProcs, lab: str, node: str) -> None:
