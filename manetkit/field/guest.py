@@ -81,6 +81,23 @@ class Guest:
         self.payload = b""
 
     # -- helpers -----------------------------------------------------------------------
+    def rx_rssi(self) -> int:
+        """Radio 1's debugfs ``rx_rssi`` (hwsim puts it, plus the sender's tx power, in
+        the rx status of every frame radio 1 sends); debugfs shows it as a u64."""
+        raw = int((DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi").read_text())
+        return raw - (1 << 64 if raw >= 1 << 63 else 0)
+
+    def set_rx_rssi(self, dbm: int) -> None:
+        (DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi").write_text(f"{dbm & 0xFFFFFFFFFFFFFFFF}\n")
+
+    def signal_of_1_at_2(self, protocol: str) -> float | None:
+        """Node 1's signal in node 2's ``protocol`` daemon's neighbour table."""
+        st = self.status(2, protocol) or {}
+        row = next(
+            (x for x in st.get("neighbours", []) if x["address"] == self.mesh(1, protocol)), None
+        )
+        return row["signal_dbm"] if row else None
+
     def sh(self, *argv: str, node: int | None = None, check: bool = True, timeout: float = 60):
         if node is not None:
             argv = ("ip", "netns", "exec", ns(node), *argv)
@@ -249,9 +266,7 @@ class Guest:
     def nl80211_signal(self) -> dict:
         """The nl80211 backend on radio 2 sees radio 1's signal change when radio 1's
         transmit signal (debugfs ``rx_rssi``, applied to the frames it sends) changes."""
-        rssi = DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi"
-        # debugfs shows and takes the value as an unsigned 64-bit number
-        old = int(rssi.read_text()) - (1 << 64 if int(rssi.read_text()) >= 1 << 63 else 0)
+        old = self.rx_rssi()
         new = old - 25
         watcher = subprocess.Popen(
             ["ip", "netns", "exec", ns(2), *self.python, "-m", "manetkit.field.guest",
@@ -272,7 +287,7 @@ class Guest:
             raise StepFailed("no StationSeen for radio 1 from the nl80211 backend")
 
         before = next_signal(time.monotonic() + 60)
-        rssi.write_text(f"{new & 0xFFFFFFFFFFFFFFFF}\n")
+        self.set_rx_rssi(new)
         deadline = time.monotonic() + 20
         after = next_signal(deadline)
         while after is not None and before is not None and abs(after - (before + new - old)) > 2:
@@ -429,21 +444,13 @@ class Guest:
     def daemon_signal(self, protocols: list[str]) -> dict:
         """Node 2's daemons report node 1's new signal after radio 1's ``rx_rssi``
         (the signal its frames arrive with) changes."""
-        rssi = DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi"
-        raw = int(rssi.read_text())
-        old = raw - (1 << 64 if raw >= 1 << 63 else 0)
+        old = self.rx_rssi()
         new = old + 15 if old < -60 else old - 15
-
-        def signal_of_1(protocol: str) -> float | None:
-            st = self.status(2, protocol) or {"neighbours": []}
-            row = next(
-                (x for x in st["neighbours"] if x["address"] == self.mesh(1, protocol)), None
-            )
-            return row["signal_dbm"] if row else None
+        signal_of_1 = self.signal_of_1_at_2
 
         before = {p: self.wait_for(f"node 1's signal at node 2 ({p})",
                                    lambda p=p: signal_of_1(p), timeout=20) for p in protocols}  # fmt: skip
-        rssi.write_text(f"{new & 0xFFFFFFFFFFFFFFFF}\n")
+        self.set_rx_rssi(new)
         out: dict[str, Any] = {"rx_rssi_change_db": new - old}
         for p in protocols:
             after = self.wait_for(
@@ -462,9 +469,7 @@ class Guest:
         radio 1 reaches the range edge (their ``atra.predictions`` counter). hwsim still
         delivers the frames, so the prediction ends as a false alarm; the signal is put
         back afterwards."""
-        rssi = DEBUGFS / self.phy[1] / "hwsim" / "rx_rssi"
-        raw = int(rssi.read_text())
-        start = raw - (1 << 64 if raw >= 1 << 63 else 0)
+        start = self.rx_rssi()
 
         def predictions(p: str) -> int:
             st = self.status(2, p) or {}
@@ -474,10 +479,7 @@ class Guest:
             return RFP_EDGE_DBM - 10 * RFP_EXPONENT * math.log10(d / RFP_RANGE_M)
 
         def seen_at_2() -> float | None:
-            st = self.status(2, protocols[0]) or {}
-            row = next((x for x in st.get("neighbours", [])
-                        if x["address"] == self.mesh(1, protocols[0])), None)  # fmt: skip
-            return row and row["signal_dbm"]
+            return self.signal_of_1_at_2(protocols[0])
 
         # node 2 hears rx_rssi + radio 1's tx power: write power - that offset
         offset = self.wait_for("node 1's signal at node 2", seen_at_2, timeout=20) - start
@@ -493,14 +495,14 @@ class Guest:
         try:
             while d < 1.5 * RFP_RANGE_M and len(got) < len(protocols):
                 d = RFP_WALK_FROM_M + RFP_WALK_MPS * (time.monotonic() - t0)
-                rssi.write_text(f"{rx_rssi_for(d) & 0xFFFFFFFFFFFFFFFF}\n")
+                self.set_rx_rssi(rx_rssi_for(d))
                 for p in protocols:
                     if p not in got and predictions(p) > base[p]:
                         got[p] = round(d, 1)
                 samples.append((round(d), round(power_at(d)), seen_at_2()))
                 time.sleep(0.25)  # the walk's own pace (motion), not a protocol timer
         finally:
-            rssi.write_text(f"{start & 0xFFFFFFFFFFFFFFFF}\n")
+            self.set_rx_rssi(start)
         missing = [p for p in protocols if p not in got]
         if missing:
             seen = {p: (self.status(2, p) or {}).get("engine", {}).get("atra") for p in missing}
