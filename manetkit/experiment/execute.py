@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from manetkit import paths, procs
-from manetkit.experiment import bulk, metrics, web, wrk
+from manetkit.experiment import bulk, metrics, peercount, web, wrk
 from manetkit.experiment.spec import (
+    PEER_STACKS,
     Bulk,
     Http,
     Run,
@@ -60,7 +61,21 @@ def _statuses(lab: str, n: int) -> list[dict[str, Any]]:
 
 
 def _control(lab: str, n: int, stack: str) -> dict[str, int] | None:
-    return metrics.control_totals(_statuses(lab, n)) if stack in MANETKIT_STACKS else None
+    """The control counters now: the manetkit daemons' own, or (peer stacks) the nftables
+    counters :mod:`~manetkit.experiment.peercount` installed."""
+    if stack in MANETKIT_STACKS:
+        return metrics.control_totals(_statuses(lab, n))
+    if stack in PEER_STACKS:
+        return peercount.totals(lab, n)
+    return None
+
+
+def _overhead(stack: str, c0: dict[str, int] | None, c1: dict[str, int] | None) -> Any:
+    if c0 is None or c1 is None:
+        return None
+    if stack in PEER_STACKS:
+        return peercount.overhead(c0, c1)
+    return metrics.control_overhead(c0, c1)
 
 
 def medium_start(lab: str) -> float:
@@ -102,6 +117,8 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         t_up = time.monotonic()
         nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
+        if run.stack in PEER_STACKS:
+            peercount.install(lab, n)
         # The traffic starts warmup_s of *medium* time after the medium started, so at
         # one seed and speed every stack's window sees the same movement, however long
         # its lab took to come up.
@@ -131,7 +148,12 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     table = throughput_table(spec)
     gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
     doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}
-    doc["control"] = metrics.control_overhead(c0, c1) if c0 is not None and c1 is not None else None
+    doc["control"] = _overhead(run.stack, c0, c1)
+    doc["route_discovery"] = (
+        metrics.discovery_latency(c0, c1)
+        if run.stack in MANETKIT_STACKS and c0 is not None and c1 is not None
+        else None  # proactive peers: routes are there before they are asked for
+    )
     if isinstance(traffic, Bulk):
         doc["bulk"] = _bulk_doc(bulk.results(flows, duration), gt)
     elif isinstance(traffic, Http):

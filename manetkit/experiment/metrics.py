@@ -13,7 +13,14 @@ hops: Holland & Vaidya Fig. 1). Measured / expected is the paper's Fig. 4 / Fig.
 
 Control overhead (manetkit stacks): routing packets the daemons sent (requests, replies,
 errors, hellos, forwarded control), per data packet delivered to a host (the daemons'
-TUN writes), over the traffic window. The daemons count packets, not control bytes.
+TUN writes), over the traffic window. The daemons count packets, not control bytes. (The
+peer stacks' overhead, packets and bytes, comes from nftables counters:
+``manetkit.experiment.peercount``.)
+
+Route discovery latency (manetkit stacks): from a source's first request for a target to
+the route-up that ended the discovery (DSR RFC 4728 8.2.1, AODV RFC 3561 6.3; the
+engines' ``discoveries-completed`` and ``discovery-latency-ms`` counters), mean over the
+discoveries completed in the window. Proactive peers have no discovery to time.
 """
 
 from __future__ import annotations
@@ -113,13 +120,18 @@ def ratio(measured: float | None, expected: float | None) -> float | None:
     return round(measured / expected, 3)
 
 
+# Engine counters of route discoveries a source completed, and their summed latency.
+DISCOVERY_COUNTERS = ("discoveries-completed", "discovery-latency-ms")
+
+
 def control_totals(statuses: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Summed over daemons (``status`` replies): routing packets sent (by counter, plus
-    the shell's beacons) and data packets delivered to hosts (TUN writes)."""
+    the shell's beacons) and data packets delivered to hosts (TUN writes); the
+    discovery counters too (kept apart: :func:`control_overhead` leaves them out)."""
     total: dict[str, int] = {"beacons": 0, "delivered": 0}
     for st in statuses:
         engine = (st.get("engine") or {}).get("counters") or {}
-        for k in CONTROL_COUNTERS:
+        for k in CONTROL_COUNTERS + DISCOVERY_COUNTERS:
             v = engine.get(k)
             if isinstance(v, int):
                 total[k] = total.get(k, 0) + v
@@ -131,7 +143,7 @@ def control_totals(statuses: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 def control_overhead(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
     """Routing packets per delivered data packet over the window between two totals."""
-    diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    diff = {k: after.get(k, 0) - before.get(k, 0) for k in after if k not in DISCOVERY_COUNTERS}
     delivered = diff.pop("delivered", 0)
     packets = sum(diff.values())
     return {
@@ -139,4 +151,16 @@ def control_overhead(before: dict[str, int], after: dict[str, int]) -> dict[str,
         "delivered_packets": delivered,
         "per_delivered": round(packets / delivered, 4) if delivered else None,
         "by_counter": {k: v for k, v in sorted(diff.items()) if v},
+    }
+
+
+def discovery_latency(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """Route discoveries completed over the window between two :func:`control_totals`,
+    and their mean latency in seconds (None when none completed)."""
+    done = after.get("discoveries-completed", 0) - before.get("discoveries-completed", 0)
+    ms = after.get("discovery-latency-ms", 0) - before.get("discovery-latency-ms", 0)
+    return {
+        "completed": done,
+        "mean_s": round(ms / done / 1000, 4) if done > 0 else None,
+        "source": "engine counters discoveries-completed / discovery-latency-ms",
     }

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from manetkit.experiment import metrics
+from manetkit.experiment import metrics, peercount
 from manetkit.lab.medium.groundtruth import read_log
 
 T = {1: 1000.0, 2: 500.0, 3: 300.0}  # kbit/s over chains of 1..3 hops
@@ -69,3 +69,42 @@ def test_control_overhead_counts_routing_packets_per_delivered_data_packet():
     assert got["control_packets"] == 2 + 2 + 11  # requests, replies, beacons; not salvaged
     assert got["delivered_packets"] == 200
     assert got["per_delivered"] == pytest.approx(15 / 200)
+
+
+def test_discovery_latency_is_the_mean_over_the_discoveries_completed_in_the_window():
+    def status(done, ms, req):
+        return {"engine": {"counters": {"discoveries-completed": done,
+                                        "discovery-latency-ms": ms, "requests-sent": req}}}  # fmt: skip
+
+    before = metrics.control_totals([status(2, 300, 5), status(0, 0, 1)])
+    after = metrics.control_totals([status(4, 700, 9), status(1, 200, 2)])
+    got = metrics.discovery_latency(before, after)
+    assert got["completed"] == 3
+    assert got["mean_s"] == pytest.approx(0.2)  # (400 + 200) ms / 3
+    # The discovery counters are not routing packets: not in the control overhead.
+    assert metrics.control_overhead(before, after)["control_packets"] == 5
+    assert metrics.discovery_latency(after, after) == {
+        "completed": 0, "mean_s": None, "source": got["source"]}  # fmt: skip
+
+
+def test_peer_control_overhead_from_nft_counters():
+    def listing(ctl_p, ctl_b, data_p, data_b):
+        return json.dumps({"nftables": [
+            {"metainfo": {"version": "1.0.6"}},
+            {"counter": {"family": "inet", "name": "ctl_out", "table": "mkx_count",
+                         "packets": ctl_p, "bytes": ctl_b}},
+            {"counter": {"family": "inet", "name": "data_in", "table": "mkx_count",
+                         "packets": data_p, "bytes": data_b}},
+        ]})  # fmt: skip
+
+    before = peercount.parse(listing(10, 1000, 0, 0))
+    after = peercount.parse(listing(30, 3000, 400, 500_000))
+    got = peercount.overhead(before, after)
+    assert (got["control_packets"], got["control_bytes"]) == (20, 2000)
+    assert got["delivered_packets"] == 400
+    assert got["per_delivered"] == pytest.approx(0.05)
+    assert got["bytes_per_delivered"] == pytest.approx(5.0)
+    assert peercount.overhead(before, before)["per_delivered"] is None
+    # The table counts the daemons' UDP ports on radio0, control out and data in.
+    assert "udp dport { 6696, 4305, 4307 }" in peercount.RULES
+    assert 'oifname "radio0"' in peercount.RULES and 'iifname "radio0"' in peercount.RULES

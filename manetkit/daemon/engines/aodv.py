@@ -551,6 +551,10 @@ class AodvEngine(AodvAtraHooks, RoutingEngine):
             Notify(ev.RouteUp(dst=str(r.dst), next_hop=str(r.next_hop), hops=r.hops, seq=r.seq))
         )
         d = self._discoveries.pop(r.dst, None)
+        if d is not None and not d.repair:
+            # Route discovery latency (issue 10): first RREQ (6.3) to a valid route.
+            self.counters["discoveries-completed"] += 1
+            self.counters["discovery-latency-ms"] += round((now - d.started) * 1000)
         if d is not None and d.repair:
             self.counters["local-repairs"] += 1
             if r.hops > d.old_hops and r.precursors:

@@ -683,7 +683,11 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         route = self._route_for(now, dst)
         if route is None:
             return
-        self._discoveries.pop(dst, None)
+        d = self._discoveries.pop(dst, None)
+        if d is not None:
+            # Route discovery latency (issue 10): first request to a usable route.
+            self.counters["discoveries-completed"] += 1
+            self.counters["discovery-latency-ms"] += round((now - d.started) * 1000)
         self._down.discard(dst)
         self._emit(
             Notify(
