@@ -4,7 +4,6 @@ makes its report (docs/experiments.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 from pathlib import Path
 
@@ -45,9 +44,9 @@ def run_spec(args: argparse.Namespace) -> int:
     console.print(f"{spec.name}: {len(runs)} runs into {out}")
     # SIGTERM (and SIGINT in a background job, where the shell ignores it) must still
     # bring the current run's lab down: turn them into an exception the run unwinds.
-    stop = _stopper(os.getpid())
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    # (A child pyroute2 forks gets the default ones back: manetkit.lab.netns.)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     res = runner.run_matrix(
         spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
         keep_work=args.keep_work,
@@ -63,17 +62,9 @@ def run_spec(args: argparse.Namespace) -> int:
     return 1 if res.failed else 0
 
 
-def _stopper(owner: int):
-    """The handler: in this process, an exception the run unwinds (lab down). A child
-    forked without exec (pyroute2's netns.create helper) inherits it: there it must die
-    as by default, or its unwinding would take this process's lab down under it."""
-
-    def stop(signum: int, frame: object) -> None:
-        if os.getpid() != owner:
-            os._exit(128 + signum)
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    return stop
+def _stop(signum: int, frame: object) -> None:
+    """The handler: an exception the run unwinds (its lab goes down)."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

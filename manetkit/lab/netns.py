@@ -7,11 +7,22 @@ which tools such as ``ethtool`` and ``sysctl`` need, and the process it starts i
 with an ordinary command line.
 
 Used by ``manetkit lab``, by benchmarks and by tests of every part.
+
+pyroute2 makes namespaces (and ``NetNS`` sockets) in a child it forks without exec and
+then stops with SIGTERM. Such a child inherits the caller's Python signal handlers: one
+that raises there unwinds a copy of the caller's stack in the child (it took the
+experiment runner's lab down, and made pytest run the rest of the suite a second time
+inside a namespace), and an asyncio handler writes the signal to the wakeup fd the child
+shares with its parent, whose loop then acts on it. So every child forked by a process
+that imports this module starts with SIGTERM and SIGINT at their defaults and no wakeup
+fd (``os.register_at_fork``); a child that wants handlers installs its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,6 +30,21 @@ from pathlib import Path
 from pyroute2 import NetNS, netns
 
 NETNS_RUN_DIR = Path("/var/run/netns")
+
+
+def _default_signals_in_child() -> None:
+    """After ``fork()`` (no exec), in the child: the caller's SIGTERM/SIGINT handlers and
+    its asyncio wakeup fd are not the child's (see the module docstring). An ignored
+    signal stays ignored, as across exec."""
+    # ValueError: not the main thread (then the handlers are not Python's to run here)
+    with contextlib.suppress(ValueError):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) not in (signal.SIG_IGN, signal.SIG_DFL, None):
+                signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+
+
+os.register_at_fork(after_in_child=_default_signals_in_child)
 
 
 def exists(name: str) -> bool:
