@@ -9,7 +9,9 @@ Reads every ``DIR/runs/*.json`` with ``status: ok`` and writes ``DIR/report/``:
 * ``expected-<scenario>-<traffic>.png``: measured vs expected throughput, one point per
   flow and run, the diagonal is eq. 3.1's bound (Holland & Vaidya Fig. 4 / Fig. 11);
 * ``http-<scenario>-<traffic>.png``: mean page service time per stack at each speed
-  (Dyer & Boppana Fig. 6).
+  (Dyer & Boppana Fig. 6);
+* in the README, issue 10's goals scored (met / not met) and the papers' figures beside
+  ours (``manetkit.experiment.goals``).
 
 The tables are also printed.
 """
@@ -25,6 +27,7 @@ from rich.table import Table
 
 from manetkit.bench import report as out
 from manetkit.errors import UserError
+from manetkit.experiment import goals
 
 Key = tuple[str, str, str, float]  # scenario, traffic, variant, speed
 
@@ -69,6 +72,29 @@ def _control(runs: list[dict[str, Any]]) -> float | None:
     return out.mean((d.get("control") or {}).get("per_delivered") for d in runs)
 
 
+def _control_bytes(runs: list[dict[str, Any]]) -> float | None:
+    """Control bytes per delivered data packet (measured for the peer stacks only)."""
+    return out.mean((d.get("control") or {}).get("bytes_per_delivered") for d in runs)
+
+
+def _discovery(runs: list[dict[str, Any]]) -> float | None:
+    """Mean route discovery latency (s), weighted by the discoveries of each run."""
+    got = [(d.get("route_discovery") or {}) for d in runs]
+    n = sum(g.get("completed") or 0 for g in got if g.get("mean_s") is not None)
+    if not n:
+        return None
+    return sum(g["mean_s"] * g["completed"] for g in got if g.get("mean_s") is not None) / n
+
+
+def _gt_partition(runs: list[dict[str, Any]]) -> float | None:
+    """Mean partition time (s) per pair of the runs' ground truth (HTTP: client-server)."""
+    return out.mean(
+        p.get("partition_s")
+        for d in runs
+        for p in ((d.get("ground_truth") or {}).get("pairs") or {}).values()
+    )
+
+
 def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (scen, traffic, var, speed), runs in _group(docs, "bulk").items():
@@ -85,6 +111,8 @@ def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ),
                 "partition_s": out.mean(f["partition_s"] for f in flows),
                 "control_per_delivered": _control(runs),
+                "control_bytes_per_delivered": _control_bytes(runs),
+                "discovery_s": _discovery(runs),
             }
         )  # fmt: skip
     return rows
@@ -105,7 +133,10 @@ def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "pages_failed": sum(d["http"]["pages_failed"] for d in runs),
                 "service_mean_s": out.mean(times),
                 "service_median_s": times[len(times) // 2] if times else None,
+                "partition_s": _gt_partition(runs),
                 "control_per_delivered": _control(runs),
+                "control_bytes_per_delivered": _control_bytes(runs),
+                "discovery_s": _discovery(runs),
             }
         )  # fmt: skip
     return rows
@@ -132,13 +163,18 @@ BULK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack
              ("goodput kbit/s", "goodput_kbps", ".1f"), ("expected kbit/s", "expected_kbps", ".1f"),
              ("measured/expected", "measured_over_expected", ".2f"),
              ("partition s/flow", "partition_s", ".1f"),
-             ("control pkts/delivered", "control_per_delivered", ".3f")]  # fmt: skip
+             ("control pkts/delivered", "control_per_delivered", ".3f"),
+             ("control B/delivered", "control_bytes_per_delivered", ".1f"),
+             ("discovery s", "discovery_s", ".3f")]  # fmt: skip
 HTTP_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
              ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"),
              ("pages done", "pages_completed", "d"), ("pages failed", "pages_failed", "d"),
              ("service mean s", "service_mean_s", ".2f"),
              ("service median s", "service_median_s", ".2f"),
-             ("control pkts/delivered", "control_per_delivered", ".3f")]  # fmt: skip
+             ("partition s/pair", "partition_s", ".1f"),
+             ("control pkts/delivered", "control_per_delivered", ".3f"),
+             ("control B/delivered", "control_bytes_per_delivered", ".1f"),
+             ("discovery s", "discovery_s", ".3f")]  # fmt: skip
 WRK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"),
             ("requests/s", "requests_per_s", ".1f"), ("latency p50 s", "latency_p50_s", ".3f"),
@@ -308,6 +344,7 @@ def make_report(results: Path) -> Path:
     if w:
         out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
+    md += goals.goals_markdown(goals.goals(b, h)) + goals.papers_markdown(b, h)
     late = [(d["run"], d["late_s"]) for d in docs if (d.get("late_s") or 0) > 0]
     if late:
         md += ["## Runs whose traffic started late", "",
@@ -319,6 +356,7 @@ def make_report(results: Path) -> Path:
     if spec.exists():
         md += ["## Spec", "", "```yaml", spec.read_text().rstrip(), "```", ""]
     (dest / "README.md").write_text("\n".join(md))
-    out.write(dest, "summary", {"bulk": b, "http": h, "wrk": w, "failed": failed})
+    out.write(dest, "summary", {"bulk": b, "http": h, "wrk": w, "failed": failed,
+                                "goals": goals.goals(b, h)})  # fmt: skip
     out.console.print(f"written {dest / 'README.md'}")
     return dest
