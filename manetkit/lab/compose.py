@@ -100,8 +100,19 @@ def _node_env(lab: str, scenario, node: str) -> dict[str, str]:
     return env
 
 
+# Stacks a compose node runs: the image has no babeld/batmand (manetkit.lab.peers runs
+# them in namespace labs only).
+STACKS = ("none", "aodv", "dsr", "smr")
+
+
 def compose_file(scenario, lab: str, image: str = IMAGE) -> dict[str, Any]:
     """The compose document (a dict) for ``scenario`` as lab ``lab``."""
+    if scenario.stack not in STACKS:
+        raise UserError(
+            f"stack {scenario.stack}: lab compose does not run it (the image has no "
+            f"{scenario.stack}; namespace labs do: `manetkit lab up --stack "
+            f"{scenario.stack}`); compose takes stack {', '.join(STACKS)}"
+        )
     services: dict[str, Any] = {
         "medium": {
             "image": image,
@@ -180,7 +191,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="scenario YAML (configs/scenarios/...)")
     p.add_argument("--lab", help="lab name (default: the scenario's name or file name)")
-    p.add_argument("--stack", choices=["none", "aodv", "dsr", "smr"])
+    p.add_argument("--stack", choices=STACKS)
     p.add_argument("--proxy", choices=["none", "plain", "fixed-rto", "elfn", "bus"])
     p.add_argument("--set", action="append", metavar="KEY=VALUE")
     p.add_argument("--image", default=IMAGE, help=f"image of every service (default {IMAGE})")

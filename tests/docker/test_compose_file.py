@@ -39,6 +39,25 @@ def test_setdest_refused(tmp_path):
         compose.compose_file(sc, "w")
 
 
+@pytest.mark.parametrize("stack", ["babeld", "batmand"])
+def test_peer_stacks_refused(stack):
+    """Only a --set stack= (or a scenario's own stack:) reaches it: --stack's choices
+    leave them out. The file would start no routing daemon and never become healthy."""
+    sc = load_scenario(SHIPPED_SCENARIOS / "chain-3.yaml", {"stack": stack, "proxy": "plain"})
+    with pytest.raises(UserError, match=rf"stack {stack}: lab compose does not run it"):
+        compose.compose_file(sc, "c3")
+
+
+def test_peer_stack_refused_by_the_cli():
+    from tests.helpers.lab import manetkit
+
+    r = manetkit("lab", "compose", str(SHIPPED_SCENARIOS / "chain-3.yaml"), "--set",
+                 "stack=babeld", check=False, timeout=60)  # fmt: skip
+    assert r.returncode == 2 and r.stdout == ""
+    assert "stack babeld: lab compose does not run it" in r.stderr
+    assert "lab up --stack babeld" in r.stderr
+
+
 def test_shipped_files_are_current():
     """docker/compose/*.yml are what `manetkit lab compose` writes today."""
     root = SHIPPED_SCENARIOS.parents[1] / "docker" / "compose"
