@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 NETNS_PREFIX = "mk-"
+# sockaddr_un's sun_path holds 108 bytes with the terminating NUL (unix(7)).
+SUN_PATH_MAX = 107
 _LAB_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,11}$")
 
 
@@ -77,3 +79,27 @@ def daemon_socket(lab: str, node: str) -> Path:
 def proxy_socket(lab: str, node: str) -> Path:
     """A lab node's proxy status socket."""
     return node_dir(lab, node) / "proxy.sock"
+
+
+def lab_sockets(lab: str, nodes: list[str]) -> list[Path]:
+    """Every AF_UNIX path a lab of ``nodes`` binds (babeld's and batmand's are reached
+    through their directory: manetkit.lab.peers)."""
+    out = [medium_socket(lab), medium_control_socket(lab)]
+    for n in nodes:
+        out += [radio_socket(lab, n), radio_control_socket(lab, n)]
+        out += [daemon_socket(lab, n), proxy_socket(lab, n)]
+    return out
+
+
+def check_socket_paths(sockets: list[Path]) -> None:
+    """Refuse (ValueError naming it) the longest path over AF_UNIX's 107 bytes: bind()
+    would fail later, in whichever process gets there first, with a bare OSError."""
+    if not sockets:
+        return
+    longest = max(sockets, key=lambda p: len(os.fsencode(p)))
+    n = len(os.fsencode(longest))
+    if n > SUN_PATH_MAX:
+        raise ValueError(
+            f"socket path {longest} is {n} bytes; AF_UNIX allows at most {SUN_PATH_MAX} "
+            f"(unix(7)): use a shorter MANETKIT_RUNDIR (now {rundir()}) or lab name"
+        )

@@ -205,11 +205,12 @@ def up(
     scenario_path = str(Path(scenario_path).resolve())
     scenario = load_scenario(scenario_path, overrides)
     lab = name or lab_name(scenario, scenario_path)
+    node_names = [f"n{i}" for i in range(1, scenario.nodes + 1)]
     try:
         paths.check_lab_name(lab)
+        paths.check_socket_paths(paths.lab_sockets(lab, node_names))
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    node_names = [f"n{i}" for i in range(1, scenario.nodes + 1)]
     if (paths.lab_dir(lab) / STATE_FILE).exists() or namespaces(lab) or find_processes(lab):
         raise UserError(
             f"lab {lab!r} is already up (or left over): run `manetkit lab down --name {lab}`"
