@@ -6,9 +6,13 @@ from __future__ import annotations
 import argparse
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from manetkit.console import console
 from manetkit.errors import UserError
+
+if TYPE_CHECKING:
+    from manetkit.experiment.spec import Spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,6 +35,7 @@ def run_spec(args: argparse.Namespace) -> int:
     spec_file = Path(args.target)
     spec = load_spec(spec_file)
     out = Path(args.out) if args.out else Path("results") / spec.name
+    _check_results_dir(out, spec_file, spec)
     runs = spec.runs()
     if args.dry_run:
         for r in runs:
@@ -60,6 +65,30 @@ def run_spec(args: argparse.Namespace) -> int:
 
         make_report(out)
     return 1 if res.failed else 0
+
+
+def _check_results_dir(out: Path, spec_file: Path, spec: Spec) -> None:
+    """A results directory holds one spec's runs (its ``spec.yaml``): refuse another spec
+    rather than overwrite it and mix runs. The same spec again (a resume) is fine, also
+    reformatted or commented differently: the two are compared as parsed (paths in the
+    copy read as relative to the given spec's directory, as they were written)."""
+    from manetkit.configfile import read_yaml_mapping
+    from manetkit.experiment.spec import spec_from_dict
+
+    there = out / "spec.yaml"
+    if not there.exists() or there.samefile(spec_file):
+        return
+    try:
+        data = read_yaml_mapping(there, "experiment spec")
+        old = spec_from_dict(data, str(there), spec_file.resolve().parent)
+        same = old.model_dump(mode="json") == spec.model_dump(mode="json")
+    except UserError:  # not a valid spec (here): not this one
+        same = False
+    if not same:
+        raise UserError(
+            f"{out} holds the runs of another spec ({there} differs from {spec_file}): "
+            f"give a new --out, or remove {out} to start over"
+        )
 
 
 def _stop(signum: int, frame: object) -> None:
