@@ -1,0 +1,49 @@
+"""Traffic kind wrk for real: a one-run matrix (chain-3, DSR, wrk n1 -> n3 for 4 s over 2
+hops) through the real CLI; wrk's report is parsed into the run's JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from manetkit.lab import netns
+from tests.helpers.lab import manetkit
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+SPEC = """\
+name: wrk-smoke
+scenarios: [chain-3]
+stacks: [dsr]
+proxies: [none]
+speeds: [0]
+seeds: [1]
+warmup_s: 3
+duration_s: 4
+traffics:
+  - kind: wrk
+    client: n1
+    server: n3
+    connections: 2
+"""
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (.ci/install installs it)")
+def test_a_wrk_run_loads_the_server_over_two_hops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "run").mkdir()
+    monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path / "run"))  # the lab's files, private
+    spec = tmp_path / "wrk.yaml"
+    spec.write_text(SPEC)
+    out = tmp_path / "out"
+    manetkit("experiment", str(spec), "--out", str(out), "--no-report", timeout=120)
+    doc = json.loads((out / "runs" / "chain-3_dsr_none_v0_s1_wrk.json").read_text())
+    w = doc["wrk"]
+    assert w["exit"] == 0
+    assert w["requests"] > 0 and w["errors"] == 0
+    assert w["requests_per_s"] > 0
+    lat = w["latency_s"]
+    assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] < 10  # wrk's --timeout is 10 s
+    assert not netns.list_names("mk-mkx")  # the run's lab is down
