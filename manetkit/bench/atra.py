@@ -127,16 +127,22 @@ def score(
 ) -> dict[str, Any]:
     """Ground-truth precision: a prediction is a hit when its link left the medium's graph
     within ``horizon_s`` (twice the look-ahead) after it; a link predicted from both ends
-    counts once per end."""
+    counts once per end. A false alarm whose link left the graph later in the log is
+    counted in ``false_alarms_lost_later`` with that delay in ``late_losses_s`` (a few
+    seconds: predicted too early; much longer: the neighbours turned), else in
+    ``false_alarms_never_lost`` (the link lasted to the end of the log)."""
     hits = 0
     leads: list[float] = []
+    late: list[float] = []
     snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
     for t, a, b in preds:
         edge = frozenset((a, b))
-        gone = next((w for w, es in snaps if t < w <= t + horizon_s and edge not in es), None)
-        if gone is not None:
+        gone = next((w for w, es in snaps if t < w and edge not in es), None)
+        if gone is not None and gone <= t + horizon_s:
             hits += 1
             leads.append(gone - t)
+        elif gone is not None:
+            late.append(round(gone - t, 2))
     n = len(preds)
     return {
         "predictions": n,
@@ -144,6 +150,9 @@ def score(
         "false_alarms": n - hits,
         "precision": round(hits / n, 3) if n else None,
         "mean_lead_s": round(sum(leads) / len(leads), 2) if leads else None,
+        "false_alarms_lost_later": len(late),
+        "false_alarms_never_lost": n - hits - len(late),
+        "late_losses_s": sorted(late),
     }
 
 

@@ -25,5 +25,10 @@ def test_a_prediction_is_a_hit_only_if_its_link_breaks_within_the_horizon() -> N
         "false_alarms": 2,
         "precision": 0.5,
         "mean_lead_s": 2.5,
+        "false_alarms_lost_later": 2,  # n1-n2 at 98: 5 s later; n10-n2 at 101: 19 s later
+        "false_alarms_never_lost": 0,
+        "late_losses_s": [5.0, 19.0],
     }
     assert score([], GRAPH, 4.0)["precision"] is None
+    kept = score([(101.0, "n10", "n2")], GRAPH[:2], 4.0)  # the log ends before 120
+    assert (kept["false_alarms_lost_later"], kept["false_alarms_never_lost"]) == (0, 1)
