@@ -56,6 +56,11 @@ class _Traffic(_Strict):
     duration_s: float | None = Field(
         None, gt=0, le=3600, description="traffic window; default: the spec's duration_s"
     )
+    stacks: list[Literal[STACKS]] | None = Field(  # type: ignore[valid-type]
+        None,
+        min_length=1,
+        description="only these of the spec's stacks run this traffic (default: all of them)",
+    )
 
     def label(self) -> str:
         raise NotImplementedError
@@ -248,11 +253,21 @@ class Spec(_Strict):
 
     @field_validator("traffics")
     @classmethod
-    def _unique_names(cls, v: list[Bulk | Http | Wrk]) -> list[Bulk | Http | Wrk]:
+    def _unique_names(
+        cls, v: list[Bulk | Http | Wrk], info: ValidationInfo
+    ) -> list[Bulk | Http | Wrk]:
         labels = [t.label() for t in v]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
             raise ValueError(f"names must be unique, {', '.join(dup)} repeats (set name:)")
+        stacks = info.data.get("stacks") or []
+        for i, t in enumerate(v):
+            extra = [s for s in t.stacks or [] if s not in stacks]
+            if stacks and extra:
+                raise ValueError(
+                    f"[{i}].stacks: {', '.join(extra)} not in the spec's stacks "
+                    f"({', '.join(stacks)})"
+                )
         return v
 
     def scenario_path(self, ref: str) -> Path:
@@ -272,7 +287,8 @@ class Spec(_Strict):
 
     def runs(self) -> list[Run]:
         """Every run of the matrix, in the order they are made (speed and seed outermost,
-        so a partly done matrix already compares every stack at the first speeds). A peer
+        so a partly done matrix already compares every stack at the first speeds); a
+        traffic with ``stacks:`` runs on those stacks only. A peer
         stack (babeld, batmand) is not run with an elfn or bus proxy: those act on the
         manetkit daemon's route events, which the peers do not give."""
         out = []
@@ -281,6 +297,8 @@ class Spec(_Strict):
                 for seed in self.seeds:
                     for traffic in self.traffics:
                         for stack in self.stacks:
+                            if traffic.stacks is not None and stack not in traffic.stacks:
+                                continue  # this traffic runs on some stacks only
                             for proxy in self.proxies:
                                 if stack in PEER_STACKS and proxy in EVENT_PROXIES:
                                     continue  # no route events to act on (issue 10)

@@ -70,6 +70,8 @@ def test_the_shipped_specs_load():
         ({"traffics": [{"kind": "wrk", "client": "n2", "server": "n2"}]}, "traffics[0]", "different"),
         ({"traffics": [{"kind": "bulk"}, {"kind": "bulk"}]}, "traffics", "bulk1 repeats"),
         ({"stacks": ["babeld"], "proxies": ["elfn"]}, "proxies", "no run"),
+        ({"traffics": [{"kind": "bulk", "stacks": ["aodv"]}]}, "traffics", "aodv not in"),
+        ({"traffics": [{"kind": "bulk", "stacks": []}]}, "traffics[0].stacks", "at least 1"),
     ],
 )  # fmt: skip
 def test_a_bad_spec_is_refused_naming_the_field(over, field, reason):
@@ -114,3 +116,23 @@ def test_run_names_carry_every_parameter():
     r = S.Run("rwp-30", "aodv", "elfn", 2.5, 3, "bulk25")
     assert r.name == "rwp-30_aodv_elfn_v2.5_s3_bulk25"
     assert S.Run("cfg/my.yaml", "dsr", "none", 0, 1, "http").name == "my_dsr_none_v0_s1_http"
+
+
+def test_a_traffic_can_run_on_some_of_the_stacks_only():
+    sp = S.spec_from_dict(base(stacks=["dsr", "aodv", "babeld"], traffics=[
+        {"kind": "bulk", "pairs": [["n1", "n5"]]},
+        {"kind": "http", "clients": 2, "servers": 1, "stacks": ["dsr", "babeld"]},
+    ]))  # fmt: skip
+    assert [(r.stack, r.traffic) for r in sp.runs()] == [
+        ("dsr", "bulk1"), ("aodv", "bulk1"), ("babeld", "bulk1"),
+        ("dsr", "http"), ("babeld", "http"),
+    ]  # fmt: skip
+
+
+def test_the_results_specs_load():
+    for p in sorted((REPO / "docs" / "results").glob("*/spec.yaml")):
+        sp = S.load_spec(p)
+        assert sp.runs(), p
+    cmp = S.load_spec(REPO / "docs" / "results" / "mobility-compare" / "spec.yaml")
+    assert cmp.set["babeld.profile"] == "mobile" and cmp.set["batmand.profile"] == "mobile"
+    assert {r.stack for r in cmp.runs()} == {"dsr", "aodv", "babeld", "batmand"}
