@@ -286,15 +286,15 @@ class Spec(_Strict):
         return t.duration_s if t.duration_s is not None else self.duration_s
 
     def runs(self) -> list[Run]:
-        """Every run of the matrix, in the order they are made (speed and seed outermost,
-        so a partly done matrix already compares every stack at the first speeds); a
-        traffic with ``stacks:`` runs on those stacks only. A peer
+        """Every run of the matrix, in the order they are made: seed, then speed outermost,
+        so a partly done matrix already compares every stack at every speed for its first
+        seeds; a traffic with ``stacks:`` runs on those stacks only. A peer
         stack (babeld, batmand) is not run with an elfn or bus proxy: those act on the
         manetkit daemon's route events, which the peers do not give."""
         out = []
         for scen in self.scenarios:
-            for speed in self.speeds:
-                for seed in self.seeds:
+            for seed in self.seeds:
+                for speed in self.speeds:
                     for traffic in self.traffics:
                         for stack in self.stacks:
                             if traffic.stacks is not None and stack not in traffic.stacks:

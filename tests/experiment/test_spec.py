@@ -136,3 +136,8 @@ def test_the_results_specs_load():
     cmp = S.load_spec(REPO / "docs" / "results" / "mobility-compare" / "spec.yaml")
     assert cmp.set["babeld.profile"] == "mobile" and cmp.set["batmand.profile"] == "mobile"
     assert {r.stack for r in cmp.runs()} == {"dsr", "aodv", "babeld", "batmand"}
+
+
+def test_runs_go_seed_by_seed_so_a_partial_matrix_has_every_speed():
+    sp = S.spec_from_dict(base(scenarios=["rwp-30"], speeds=[10, 20], seeds=[1, 2]))
+    assert [(r.seed, r.speed) for r in sp.runs()] == [(1, 10), (1, 20), (2, 10), (2, 20)]
