@@ -204,6 +204,38 @@ def markdown_table(cols: list[tuple[str, str, str]], rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def per_seed_markdown(docs: list[dict[str, Any]]) -> list[str]:
+    """Bulk goodput per seed, stacks side by side (the same movement and pairs in a row),
+    with the row's expected throughput and partition time (ground truth, per run)."""
+    runs = [d for d in docs if d.get("bulk") is not None]
+    if not runs:
+        return []
+    variants = list(dict.fromkeys(variant(d["params"]) for d in sorted(runs, key=_key)))
+    rows: dict[tuple[str, str, float, int], dict[str, dict[str, Any]]] = {}
+    for d in runs:
+        p = d["params"]
+        k = (p["scenario"], p["traffic"], float(p["speed"]), int(p["seed"]))
+        rows.setdefault(k, {})[variant(p)] = d
+    md = ["Per seed, kbit/s (one row = one movement pattern and the same flow pairs; "
+          "expected and partition from the ground truth):", "",
+          "| scenario | traffic | speed m/s | seed | pairs | expected kbit/s | partition s | "
+          + " | ".join(variants) + " |", "|---|" + "---|" * (6 + len(variants))]  # fmt: skip
+    for (scen, traffic, speed, seed), by in sorted(rows.items()):
+        any_doc = next(iter(by.values()))
+        flows = any_doc["bulk"]["flows"]
+        cells = [out.cell(by[v]["bulk"]["goodput_kbps"] if v in by else None, ".1f")
+                 for v in variants]  # fmt: skip
+        md.append(
+            f"| {scen} | {traffic} | {speed:g} | {seed} | "
+            + ", ".join(f"{f['src']}->{f['dst']}" for f in flows)
+            + f" | {out.cell(any_doc['bulk']['expected_kbps'], '.1f')}"
+            + f" | {out.cell(sum(f['partition_s'] or 0 for f in flows), '.1f')} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return [*md, ""]
+
+
 # --- plots -----------------------------------------------------------------------------
 
 
@@ -333,8 +365,11 @@ def make_report(results: Path) -> Path:
         md += ["## Bulk TCP", "", markdown_table(BULK_COLS, b), "",
                "Expected: Holland & Vaidya eq. 3.1 over the medium's ground truth, summed over "
                "a run's flows; measured/expected is the mean of the runs' ratios; control: "
-               "routing packets sent per data packet delivered (manetkit daemons' counters).",
-               ""] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
+               "routing packets sent per data packet delivered (manetkit daemons' counters; "
+               "babeld/batmand: nftables counters on radio0, with bytes); discovery: mean "
+               "route discovery latency at the sources (proactive peers: none).",
+               "", *per_seed_markdown(docs),
+               ] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
     if h:
         out.show(rich_table("HTTP sessions (Dyer & Boppana)", HTTP_COLS, h))
         pngs = plot_http(h, dest)

@@ -78,6 +78,9 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     # http: pages done / failed, mean and median service time over every page
     assert "| rwp-30 | http | dsr | 10 | 1 | 3 | 1 | 3.00 | 2.00 | - |" in md
     assert "| rwp-30 | http | aodv | 10 | 1 | 2 | 0 | 0.62 | 0.75 | - |" in md
+    # per seed, stacks side by side (a stack without that seed: -)
+    assert "| rwp-30 | bulk1 | 1 | 1 | n1->n2 | 800.0 | 2.0 | 700.0 | 600.0 |" in md
+    assert "| rwp-30 | bulk1 | 1 | 2 | n1->n2 | 800.0 | 2.0 | - | 400.0 |" in md
     assert "rwp-30_smr_none_v1_s1_bulk1" in md  # failed runs are listed
     assert "- rwp-30_aodv_none_v20_s1_bulk1: 2.5 s late" in md
     assert "![goodput-rwp-30-bulk1](goodput-rwp-30-bulk1.png)" in md
