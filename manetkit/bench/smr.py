@@ -4,13 +4,18 @@ Lim, Xu & Gerla's setting (ICC'03, section III-C; docs/smr.md): 50 nodes in
 1000 x 1000 m (configs/scenarios/rwp-50.yaml), random waypoint with speeds uniform in
 0..``--speed`` m/s (30) and zero pause (the scenario's Holland-style speed spread and
 its speed are overridden), 2 Mbit/s 802.11 with RTS/CTS, fixed RTO on (every node runs
-``manetkit proxy`` in ``fixed-rto`` mode: Dyer & Boppana's Reno-F, the paper's III-B).
+``manetkit proxy`` in ``fixed-rto`` mode: Dyer & Boppana's Reno-F, the paper's III-B),
+TCP Reno on the mesh leg (``--cc reno``, the paper's III-C; the kernel default here is
+BBR, which neither halves its window on three duplicate ACKs nor reads reordering as
+loss, so it would hide the effect section IV measures; ``--cc default`` keeps it).
 Traffic patterns (``--traffic``): ``1tcp`` (one bulk TCP flow), ``1tcp4cbr`` (plus four
 CBR/UDP flows of 512-byte packets at 4 packets/s, the CMU cbrgen default; the paper gives
 no rate) and ``5tcp``. Flows are random distinct node pairs drawn from the seed.
 
 Each (traffic, seed) runs every variant (``--variants``: dsr, concurrent, backup1,
-backup2) on a fresh lab with the same mobility and flows. After ``--warmup`` s the
+backup2; backup1-cache is backup1 with ``after_all_broken: cache``, SMR as it was before
+a source rediscovered once both paths broke) on a fresh lab with the same mobility and
+flows. After ``--warmup`` s the
 window of ``--duration`` s is measured:
 
 * throughput: bytes each TCP receiver's application got in the window / its length
@@ -19,15 +24,18 @@ window of ``--duration`` s is measured:
   segments sent) of the TCP connection that crosses the mesh: the source proxy's mesh
   leg to the destination's proxy (``ss -tin`` in the source node, ``dst`` the
   destination, ``dport`` the leg's remote port as the source proxy's status socket
-  names it: ``retrans`` total / ``segs_out``), read at the end of the window, so over
-  the whole connection; summed over the TCP flows. A leg the proxy replaced and closed
+  names it: ``retrans`` total / ``data_segs_out``), read at the end of the window, so
+  over the whole connection; summed over the TCP flows. A leg the proxy replaced and closed
   is no longer counted (``mesh_leg_resumes`` says how often that happened) and a flow
   with no leg at that moment is left out;
 * normalised control overhead (the paper's Fig. 4): control packets sent or forwarded
   by all daemons in the window (route requests sent and rebroadcast, replies sent,
   requests/replies/errors forwarded along source routes, errors sent) / data packets
   delivered to destinations by all daemons in the window (TCP data and ACKs, CBR);
-* SMR's counters over the window: path switches and discoveries avoided.
+* SMR's counters over the window: path switches and discoveries avoided; every daemon
+  counter that moved (``counters``, summed over the nodes: ``request-ratelimited``,
+  ``errors-ratelimited``, ``smr-all-broken``...) and, per TCP flow end
+  (``endpoints``), its own counters, its SMR paths at the end and its cache size.
 
 The full matrix (Lim/Xu/Gerla use 30 seeds; issue 9 asks at least 3)::
 
@@ -67,6 +75,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "concurrent": ("smr", {"mode": "concurrent"}),
     "backup1": ("smr", {"mode": "backup1"}),
     "backup2": ("smr", {"mode": "backup2"}),
+    # SMR before a source rediscovered once both paths broke (it kept to DSR's cache).
+    "backup1-cache": ("smr", {"mode": "backup1", "after_all_broken": "cache"}),
 }
 TRAFFIC: dict[str, tuple[int, int]] = {"1tcp": (1, 0), "1tcp4cbr": (1, 4), "5tcp": (5, 0)}
 NODES = 50
@@ -97,28 +107,62 @@ def addr(i: int) -> str:
     return str(stacks.node_address(f"n{i}"))
 
 
-def counters(lab: str) -> dict[str, int]:
-    """All daemons' engine counters, summed."""
-    total: dict[str, int] = {}
+def statuses(lab: str) -> dict[int, dict[str, Any]]:
+    """Every daemon's engine status (``manetkit status --json``'s ``engine``) by node
+    number; a daemon that does not answer is left out."""
+    out: dict[int, dict[str, Any]] = {}
     for i in range(1, NODES + 1):
         try:
             st = request(daemon_socket(lab, f"n{i}"), {"cmd": "status"}, timeout=5)["status"]
+            out[i] = st["engine"]
         except (OSError, ValueError, KeyError):
             continue
-        for k, v in st["engine"]["counters"].items():
+    return out
+
+
+def counters(engines: dict[int, dict[str, Any]]) -> dict[str, int]:
+    """The engines' counters, summed over the nodes."""
+    total: dict[str, int] = {}
+    for eng in engines.values():
+        for k, v in eng.get("counters", {}).items():
             if isinstance(v, int):
                 total[k] = total.get(k, 0) + v
     return total
 
 
+def endpoints(
+    fl: list[tuple[str, int, int]], s0: dict[int, dict[str, Any]], s1: dict[int, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Per TCP flow end: its counters that moved in the window and, at the end of the
+    window, its SMR paths (``multipath``) and route cache size: where the source's
+    packets went (its path set, or DSR's cache once every path broke)."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind, src, dst in fl:
+        if kind != "tcp":
+            continue
+        for i in (src, dst):
+            a = s0.get(i, {}).get("counters", {})
+            b = s1.get(i, {}).get("counters", {})
+            d = {k: v - a.get(k, 0) for k, v in b.items() if isinstance(v, int)}
+            out[f"n{i}"] = {
+                "counters": {k: v for k, v in sorted(d.items()) if v},
+                "multipath": s1.get(i, {}).get("multipath", []),
+                "cached_paths": len(s1.get(i, {}).get("paths", [])),
+            }
+    return out
+
+
 _SS_SEGS = re.compile(r"\bsegs_out:(\d+)")
+_SS_DATA_SEGS = re.compile(r"\bdata_segs_out:(\d+)")
 _SS_RETRANS = re.compile(r"\bretrans:\d+/(\d+)")
 
 
 def ss_retrans(text: str) -> tuple[int, int] | None:
     """(retransmitted, sent) segments summed over the sockets of ``ss -tin`` output
-    (``retrans:cur/total`` and ``segs_out``, which counts the retransmissions too);
-    None if it lists no socket."""
+    (``retrans:cur/total`` and ``data_segs_out``, the data segments sent, which counts
+    the retransmissions too, as the paper's Fig. 2 ratio does; ``segs_out``, which also
+    counts pure ACKs, when an older ``ss`` lists no ``data_segs_out``); None if it lists
+    no socket."""
     found = False
     retrans = sent = 0
     for line in text.splitlines():
@@ -126,7 +170,8 @@ def ss_retrans(text: str) -> tuple[int, int] | None:
         if segs is None:
             continue
         found = True
-        sent += int(segs.group(1))
+        data = _SS_DATA_SEGS.search(line)
+        sent += int((data or segs).group(1))
         got = _SS_RETRANS.search(line)
         retrans += int(got.group(1)) if got else 0
     return (retrans, sent) if found else None
@@ -181,7 +226,11 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
     outs: list[Path] = []
     nodes.down(lab)
     try:
-        with _daemon_extra(work, protocol, values):
+        cc = {} if args.cc == "default" else {"congestion_control": args.cc}
+        with (
+            _daemon_extra(work, protocol, values),
+            labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", cc),
+        ):
             nodes.up(SHIPPED_SCENARIOS / "rwp-50.yaml", name=lab, overrides=overrides, timeout=180)
         for k, (kind, _src, dst) in enumerate(fl):
             if kind == "tcp":
@@ -201,11 +250,12 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 started.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
                                  str(CBR_PORT + k)))  # fmt: skip
         time.sleep(args.warmup)
-        c0 = counters(lab)
+        s0 = statuses(lab)
         t0 = time.monotonic()
         time.sleep(max(0.0, t0 + args.duration - time.monotonic()))
         t1 = time.monotonic()
-        c1 = counters(lab)
+        s1 = statuses(lab)
+        c0, c1 = counters(s0), counters(s1)
         retrans = [0, 0]
         leg_resumes = 0
         for k, (kind, src, dst) in enumerate(fl):
@@ -251,7 +301,53 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         "path_switches": delta.get("smr-switches", 0),
         "discoveries_avoided": delta.get("smr-discoveries-avoided", 0),
         "requests_sent": delta.get("requests-sent", 0),
+        "request_ratelimited": delta.get("request-ratelimited", 0),
+        "errors_ratelimited": delta.get("errors-ratelimited", 0),
+        # Every daemon counter that moved in the window, summed over the nodes (what
+        # the figures above are read from, and the causes behind them).
+        "counters": {k: v for k, v in sorted(delta.items()) if v},
+        "endpoints": endpoints(fl, s0, s1),
     }
+
+
+def plot(runs: list[dict], variants: list[str], path: Path, title: str = "") -> Path | None:
+    """Per traffic pattern: TCP throughput and control packets per delivered data
+    packet of every run, seeds on the x axis, one bar per variant (None without
+    matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    traffics = list(dict.fromkeys(r["traffic"] for r in runs))
+    fig, axes = plt.subplots(2, len(traffics), figsize=(4 + 3 * len(traffics), 6), squeeze=False)
+    width = 0.8 / max(1, len(variants))
+    for col, traffic in enumerate(traffics):
+        rs = [r for r in runs if r["traffic"] == traffic]
+        seeds = sorted({r["seed"] for r in rs})
+        for row, (key, label) in enumerate(
+            (("mean_tcp_kbps", "TCP kbit/s"), ("norm_overhead", "control / data delivered"))
+        ):
+            ax = axes[row][col]
+            for j, v in enumerate(variants):
+                ys = [
+                    next((r[key] for r in rs if r["variant"] == v and r["seed"] == s), None)
+                    for s in seeds
+                ]
+                xs = [i + (j - (len(variants) - 1) / 2) * width for i in range(len(seeds))]
+                ax.bar(xs, [y if y is not None else 0 for y in ys], width, label=v)
+            ax.set_xticks(range(len(seeds)), [f"seed {s}" for s in seeds])
+            ax.set_ylabel(label)
+            ax.grid(True, axis="y", alpha=0.3)
+            if row == 0:
+                ax.set_title(f"{traffic}{': ' + title if title else ''}")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
@@ -309,6 +405,7 @@ def run(args: argparse.Namespace) -> int:
         f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
         "x DSR = mean TCP throughput / DSR's in the same run",
     )
+    plot(runs, variants, Path(args.out) / "smr.png", f"rwp-50, 0-{args.speed:g} m/s")
     report.write(
         args.out,
         "smr",
@@ -325,6 +422,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=30.0, help="max speed, m/s (30)")
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
+    parser.add_argument(
+        "--cc",
+        default="reno",
+        help="the mesh leg's TCP congestion control (reno: Lim/Xu/Gerla III-C's TCP Reno; "
+        "default: the kernel's, often bbr)",
+    )
     parser.add_argument("--lock", default=None, help="flock this file around each run")
     parser.set_defaults(func=run)
 

@@ -12,7 +12,14 @@ import pytest
 
 from manetkit import procs
 from manetkit.bench import flap
-from manetkit.bench.smr import flows, mesh_leg_retrans, mesh_port, ss_retrans
+from manetkit.bench.smr import (
+    counters,
+    endpoints,
+    flows,
+    mesh_leg_retrans,
+    mesh_port,
+    ss_retrans,
+)
 from manetkit.procs import wait_for
 from manetkit.proxy.config import ProxyConfig
 
@@ -42,6 +49,16 @@ def test_ss_sums_every_listed_socket() -> None:
     assert ss_retrans(SS) == (12 + 37, 100 + 800)
     assert ss_retrans("State Recv-Q\n") is None
     assert ss_retrans("\t cubic rtt:10/1 segs_out:5\n") == (0, 5)
+
+
+def test_ss_counts_data_segments_when_listed() -> None:
+    # The paper's ratio (Fig. 2): retransmissions / data transmissions. segs_out also
+    # counts the pure ACKs the sender sends, so data_segs_out is used when ss lists it.
+    line = (
+        "\t bbr segs_out:1498 segs_in:1318 data_segs_out:1369 data_segs_in:799 "
+        "retrans:1/75 dsack_dups:29\n"
+    )
+    assert ss_retrans(line) == (75, 1369)
 
 
 def test_mesh_port_comes_from_the_sessions_to_that_peer() -> None:
@@ -110,3 +127,23 @@ def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: P
     finally:
         procs.stop_all(started, grace=5)
         chain.down()
+
+
+def test_counters_sum_and_endpoints_keep_each_flow_end() -> None:
+    s0 = {1: {"counters": {"smr-switches": 1, "requests-sent": 2}}, 2: {"counters": {}}}
+    s1 = {
+        1: {
+            "counters": {"smr-switches": 3, "requests-sent": 2, "mode": "x"},
+            "multipath": [{"dst": "10.42.0.2", "role": "primary"}],
+            "paths": [["10.42.0.1", "10.42.0.2"]],
+        },
+        2: {"counters": {"requests-sent": 1}},
+        3: {"counters": {"requests-sent": 4}},
+    }
+    assert counters(s1) == {"smr-switches": 3, "requests-sent": 7}
+    ends = endpoints([("tcp", 1, 2), ("cbr", 3, 4)], s0, s1)
+    assert set(ends) == {"n1", "n2"}  # the CBR flow's ends are not TCP ends
+    assert ends["n1"]["counters"] == {"smr-switches": 2}
+    assert ends["n1"]["multipath"] == [{"dst": "10.42.0.2", "role": "primary"}]
+    assert ends["n1"]["cached_paths"] == 1
+    assert ends["n2"] == {"counters": {"requests-sent": 1}, "multipath": [], "cached_paths": 0}
