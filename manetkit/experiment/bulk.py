@@ -27,6 +27,7 @@ BASE_PORT = 5201
 # After the window: time for the clients' final exchange. Goodput is what the servers
 # counted, so waiting longer for a client stuck in a partition only costs lab time.
 GRACE_S = 5.0
+RETRY_S = 1.0  # between a sender whose connect failed and the next one
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Flow:
     server_out: Path
     client: subprocess.Popen[bytes] | None = None
     client_out: Path | None = None
+    attempts: int = 0  # clients started (> 1: connect failed and was tried again)
 
 
 def _popen(lab: str, node: str, argv: list[str], out: Path) -> subprocess.Popen[bytes]:
@@ -63,18 +65,50 @@ def _listening(lab: str, flow: Flow) -> bool:
     return bool(proc.stdout.strip())
 
 
+def connect_failed(path: Path) -> bool:
+    """Whether an iperf3 client's JSON says it never connected (no route yet:
+    ENETUNREACH / EHOSTUNREACH / a timeout), so a new client may try again."""
+    try:
+        error = str(json.loads(path.read_text()).get("error") or "")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return "unable to connect" in error
+
+
+def _start_client(lab: str, flow: Flow, seconds: float, out: Path) -> None:
+    flow.client_out = out
+    argv = ["iperf3", "-c", str(node_address(flow.dst)), "-p", str(flow.port)]
+    argv += ["-t", f"{seconds:.1f}", "-J", "--connect-timeout", f"{int(seconds * 1000)}"]
+    flow.client = _popen(lab, flow.src, argv, out)
+    flow.attempts += 1
+
+
 def run(lab: str, flows: list[Flow], duration: float, work: Path) -> tuple[float, float]:
-    """Start every sender, wait out the window; (wall start, wall end) of the window."""
+    """Start every sender, wait out the window; (wall start, wall end) of the window.
+
+    A sender whose connect failed at once is started again (``RETRY_S`` apart, for what is
+    left of the window) until the window ends. The peer stacks need this: babeld's nodes
+    have a /32 on radio0 and no covering route, so before babeld has a route connect()
+    fails with ENETUNREACH (batmand: EHOSTUNREACH once ARP gives up) and iperf3 never
+    retries, while the manetkit stacks' mesh0 route holds the SYN during discovery. The
+    time without a route still counts against the stack: goodput is the server's bytes
+    over the whole window; ``attempts`` in the run's JSON says how many clients it took."""
     for flow in flows:
         procs.wait_for(lambda f=flow: _listening(lab, f), 10, f"iperf3 server on {flow.dst}")
     w0 = time.time()
-    for k, flow in enumerate(flows):
-        flow.client_out = work / f"iperf-{k}-client.json"
-        argv = ["iperf3", "-c", str(node_address(flow.dst)), "-p", str(flow.port)]
-        argv += ["-t", f"{duration:g}", "-J", "--connect-timeout", f"{int(duration * 1000)}"]
-        flow.client = _popen(lab, flow.src, argv, flow.client_out)
-    time.sleep(max(0.0, w0 + duration - time.time()))
     w1 = w0 + duration
+    for k, flow in enumerate(flows):
+        _start_client(lab, flow, duration, work / f"iperf-{k}-client.json")
+    while time.time() < w1 - RETRY_S:
+        time.sleep(RETRY_S)
+        for k, flow in enumerate(flows):
+            left = w1 - time.time()
+            c, out = flow.client, flow.client_out
+            if c is None or out is None or c.poll() is None or left < RETRY_S:
+                continue
+            if connect_failed(out):  # iperf3 -J exits 0 even then
+                _start_client(lab, flow, left, work / f"iperf-{k}-client-{flow.attempts}.json")
+    time.sleep(max(0.0, w1 - time.time()))
     deadline = time.monotonic() + GRACE_S
     for flow in flows:
         assert flow.client is not None
@@ -114,6 +148,7 @@ def results(flows: list[Flow], duration: float) -> list[dict[str, Any]]:
                 "bytes": got,
                 "goodput_kbps": round(got * 8 / duration / 1000, 1),
                 "iperf3_error": error,
+                "client_attempts": flow.attempts,
             }
         )
     return out
