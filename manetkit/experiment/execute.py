@@ -78,6 +78,31 @@ def _overhead(stack: str, c0: dict[str, int] | None, c1: dict[str, int] | None) 
     return metrics.control_overhead(c0, c1)
 
 
+def code_version() -> dict[str, Any] | None:
+    """The checkout a run used: HEAD and the files under ``manetkit/`` that differ from it
+    (the lab's processes import the package when the run starts); None outside git."""
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", "manetkit"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # fmt: skip
+    return {"commit": head.stdout.strip(),
+            "dirty": [ln[3:] for ln in dirty.stdout.splitlines() if ln.strip()]}  # fmt: skip
+
+
 def medium_start(lab: str) -> float:
     """Unix time of the medium's t = 0 (the ground-truth log's first line has both)."""
 
@@ -110,6 +135,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         "overrides": overrides,
         "nodes": n,
         "warmup_s": spec.warmup_s,
+        "code": code_version(),
     }
     pairs: list[tuple[str, str]] = []
     nodes.down(lab)

@@ -108,3 +108,13 @@ def test_peer_control_overhead_from_nft_counters():
     # The table counts the daemons' UDP ports on radio0, control out and data in.
     assert "udp dport { 6696, 4305, 4307 }" in peercount.RULES
     assert 'oifname "radio0"' in peercount.RULES and 'iifname "radio0"' in peercount.RULES
+
+
+def test_a_run_records_the_checkout_it_used():
+    from manetkit.experiment.execute import code_version
+
+    got = code_version()
+    if got is None:
+        pytest.skip("not a git checkout")
+    assert len(got["commit"]) == 40 and int(got["commit"], 16) >= 0
+    assert all(p.startswith("manetkit/") for p in got["dirty"])
