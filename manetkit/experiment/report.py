@@ -19,6 +19,7 @@ The tables are also printed.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,25 @@ def per_seed_markdown(docs: list[dict[str, Any]]) -> list[str]:
     return [*md, ""]
 
 
+def code_markdown(docs: list[dict[str, Any]]) -> list[str]:
+    """Which checkout made which runs (a run's ``code``; older runs did not record it:
+    they are listed with the time they finished, to set against the commits' times)."""
+    by: dict[str, list[str]] = {}
+    for d in docs:
+        code = d.get("code")
+        if code:
+            dirty = f" + uncommitted {', '.join(code['dirty'])}" if code.get("dirty") else ""
+            key = f"{code['commit'][:10]}{dirty}"
+        else:
+            key = "not recorded"
+        when = time.strftime("%H:%M", time.gmtime(d["finished"])) if d.get("finished") else "?"
+        by.setdefault(key, []).append(f"{d['run']} ({when} UTC)")
+    md = ["## Code", "", "The checkout each run used (runs/*.json `code`):", ""]
+    for key, names in by.items():
+        md.append(f"- {key}: {len(names)} run(s): {', '.join(sorted(names))}")
+    return [*md, ""]
+
+
 # --- plots -----------------------------------------------------------------------------
 
 
@@ -386,6 +406,7 @@ def make_report(results: Path) -> Path:
                "Their lab took longer to come up than `warmup_s`: their window saw later "
                "movement than the other stacks' at that seed.", "",
                *[f"- {name}: {s:g} s late" for name, s in late], ""]  # fmt: skip
+    md += code_markdown(docs)
     if failed:
         md += ["## Failed runs", "", *[f"- {f} (runs/{f}.error.json)" for f in failed], ""]
     if spec.exists():

@@ -54,7 +54,11 @@ def results(tmp_path: Path) -> Path:
         bulk_run("dsr", 1, 2, 400.0, 800.0),  # mean over seeds: 500
         bulk_run("dsr", 20, 1, 150.0, 600.0),
         bulk_run("aodv", 1, 1, 700.0, 800.0),
-        {**bulk_run("aodv", 20, 1, 321.5, 600.0), "late_s": 2.5},
+        {
+            **bulk_run("aodv", 20, 1, 321.5, 600.0),
+            "late_s": 2.5,
+            "code": {"commit": "0123456789abcdef" * 2 + "01234567", "dirty": []},
+        },
         http_run("dsr", [1.0, 2.0, 6.0], 1),
         http_run("aodv", [0.5, 0.75], 0),
     ]
@@ -81,6 +85,8 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     # per seed, stacks side by side (a stack without that seed: -)
     assert "| rwp-30 | bulk1 | 1 | 1 | n1->n2 | 800.0 | 2.0 | 700.0 | 600.0 |" in md
     assert "| rwp-30 | bulk1 | 1 | 2 | n1->n2 | 800.0 | 2.0 | - | 400.0 |" in md
+    assert "- 0123456789: 1 run(s): rwp-30_aodv_none_v20_s1_bulk1 (? UTC)" in md  # its checkout
+    assert "- not recorded: 6 run(s)" in md
     assert "rwp-30_smr_none_v1_s1_bulk1" in md  # failed runs are listed
     assert "- rwp-30_aodv_none_v20_s1_bulk1: 2.5 s late" in md
     assert "![goodput-rwp-30-bulk1](goodput-rwp-30-bulk1.png)" in md
