@@ -5,12 +5,15 @@ Rules from Lim, Xu & Gerla (ICC'03) sections III-A, IV and V-B; see docs/smr.md.
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address
+
 import pytest
 from pydantic import ValidationError
 
 from manetkit import events
 from manetkit.daemon.engines.dsr import DsrEngine
-from manetkit.daemon.engines.smr import SmrConfig
+from manetkit.daemon.engines.pathselect import Mode, PathSet
+from manetkit.daemon.engines.smr import _REMEMBERED, SmrConfig, SmrEngine
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import A, first, udp_packet
 from tests.daemon.enginesim import Sim
@@ -267,3 +270,80 @@ def test_max_path_age_is_checked() -> None:
     with pytest.raises(ValidationError, match="max_path_age_s"):
         SmrConfig(max_path_age_s=0)
     assert SmrConfig().max_path_age_s is None
+
+
+@pytest.mark.parametrize("after", ["discover", "cache"])
+def test_once_every_path_broke_the_next_packet_asks_again(after: str) -> None:
+    """III-A: SMR rediscovers when all routes to the destination are invalid. A route
+    the cache learnt elsewhere (here 1-7-8, as from forwarded or overheard packets)
+    carries the next packet at once; with ``after_all_broken: discover`` that packet
+    also sends a propagating request, whose replies give the source a path set
+    again. With ``cache`` the source stays on DSR's cache: no request, no set."""
+    sim = net(range(1, 9), LADDER, slow=(2,), mode="backup1", after_all_broken=after)
+    sim.send(A(1), udp_packet(A(1), A(8), b"x"))
+    sim.run(duration=1.0)
+    eng = sim.engines[A(1)]
+    assert route_set(sim, 1, 8) == [(1, 2, 3, 8), (1, 4, 5, 6, 8)]
+    sim.unlink(A(1), A(2), notify=True)  # primary: switch to the backup, no request
+    sim.unlink(A(1), A(4), notify=True)  # backup: every path broke
+    assert route_set(sim, 1, 8) == [] and eng.counters["smr-all-broken"] == 1
+    sim.link(A(1), A(7))
+    sim.link(A(7), A(8))
+    eng.cache.add(sim.now, (A(1), A(7), A(8)))  # learnt from someone else's packets
+    asked = own_requests(sim, 1)
+    sim.send(A(1), udp_packet(A(1), A(8), b"y"))
+    sim.run(duration=0.01)
+    assert sim.delivered[A(8)][-1].endswith(b"y")  # no wait for the discovery
+    sim.run(duration=1.0)
+    sim.send(A(1), udp_packet(A(1), A(8), b"z"))
+    sim.run(duration=0.5)
+    assert sim.delivered[A(8)][-1].endswith(b"z")
+    if after == "cache":
+        assert own_requests(sim, 1) == asked
+        assert route_set(sim, 1, 8) == []
+        assert eng.counters["smr-cache-routes"] >= 1
+        return
+    assert own_requests(sim, 1) == asked + 1  # one request, from the first packet
+    assert eng.counters["smr-all-broken-rediscoveries"] == 1
+    assert route_set(sim, 1, 8)[0] == (1, 7, 8)  # a path set again
+    # Nothing else broke: the next packets ask no more.
+    sim.send(A(1), udp_packet(A(1), A(8), b"w"))
+    sim.run(duration=5.0)
+    assert own_requests(sim, 1) == asked + 1
+
+
+def test_a_rediscovery_with_nothing_to_carry_the_packets_retries() -> None:
+    """Every path broke and the cache has no other route: the first packet waits in
+    the send buffer while the request asks, and asks again with DSR's back-off if the
+    replies are lost, rather than waiting for good (the request of ``_ask`` has a
+    retry timer)."""
+    sim = net(range(1, 9), LADDER, slow=(2,), mode="backup1")
+    sim.send(A(1), udp_packet(A(1), A(8), b"x"))
+    sim.run(duration=1.0)
+    sim.unlink(A(1), A(2), notify=True)
+    sim.unlink(A(1), A(4), notify=True)
+    asked = own_requests(sim, 1)
+    sim.send(A(1), udp_packet(A(1), A(8), b"y"))  # nobody can reach 8 now
+    sim.run(duration=0.2)
+    assert own_requests(sim, 1) == asked + 1
+    sim.run(duration=3.0)
+    assert own_requests(sim, 1) > asked + 1  # it keeps asking (back-off)
+    sim.link(A(1), A(2))  # a way appears
+    sim.run(duration=12.0)
+    assert sim.delivered[A(8)][-1].endswith(b"y")
+    assert route_set(sim, 1, 8)[0] == (1, 2, 3, 8)
+
+
+def test_destinations_to_rediscover_are_bounded() -> None:
+    """Bounded state (docs/security.md): one broken link that takes every path set with
+    it leaves at most 256 destinations waiting to be asked for again, oldest dropped."""
+    eng = SmrEngine(A(1), SmrConfig())
+    dsts = [IPv4Address(f"10.43.{i // 250}.{i % 250 + 1}") for i in range(_REMEMBERED + 44)]
+    for d in dsts:
+        ps = eng._sets[d] = PathSet(Mode.BACKUP1, 2)
+        ps.offer(0.0, (A(1), A(2), d))
+    eng._links_cut(1.0, A(1), A(2), "link-down")
+    assert eng._sets == {} and eng.counters["smr-all-broken"] == len(dsts)
+    assert len(eng._rebuild) == _REMEMBERED
+    assert eng.counters["smr-rebuild-evicted"] == 44
+    assert next(iter(eng._rebuild)) == dsts[44]  # the oldest went first

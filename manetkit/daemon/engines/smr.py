@@ -41,7 +41,7 @@ from pydantic import Field, model_validator
 
 from manetkit import events as ev
 from manetkit.daemon.engines.base import Notify
-from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine, _Discovery
+from manetkit.daemon.engines.dsr import _TIMER_DISCOVERY, DsrConfig, DsrEngine, _Discovery
 from manetkit.daemon.engines.pathselect import Mode, PathSet, Switch, select_replies
 from manetkit.daemon.engines.routecache import Path
 from manetkit.daemon.neighbours import NeighbourTable
@@ -69,6 +69,11 @@ class SmrConfig(DsrConfig):
     )
     rediscover: Literal["all-broken", "any-broken"] = Field(
         "all-broken", description="ask again when every path broke, or at any break (III-A)"
+    )
+    after_all_broken: Literal["discover", "cache"] = Field(
+        "discover",
+        description="once every path broke: discover a new primary and backup with the "
+        "next packet (III-A, V-A), or route by DSR's cache until a discovery happens",
     )
     max_path_age_s: float | None = Field(
         None,
@@ -115,6 +120,8 @@ class SmrEngine(DsrEngine):
         self.memo_routes = cfg.mode is not Mode.CONCURRENT
         self._sets: dict[IPv4Address, PathSet[IPv4Address]] = {}
         self._asked: dict[IPv4Address, float] = {}  # when this node last asked, per target
+        # Destinations whose paths all broke: the next packet to one asks again.
+        self._rebuild: OrderedDict[IPv4Address, None] = OrderedDict()
         self._firsts: OrderedDict[tuple[IPv4Address, int], tuple[int, set[IPv4Address]]] = (
             OrderedDict()
         )
@@ -244,12 +251,28 @@ class SmrEngine(DsrEngine):
             self._switched(dst, sw, sw.reason)
 
     def _route_for(self, now: float, dst: IPv4Address) -> Path | None:
+        """The set's primary (round robin in ``concurrent``); with no set, DSR's cache.
+
+        Once every path to ``dst`` broke (``after_all_broken: discover``), the next
+        packet to it sends a propagating request (SMR's rediscovery when all routes are
+        invalid, Lim/Xu/Gerla III-A) and rides a cached route, if any, until the
+        replies bring a new primary and backup. Without it the source would use DSR's
+        cache (routes learnt from forwarded or overheard packets) for good: it holds
+        no backup and never asks again while some cached route works, and backup path
+        routing ends at the first time both paths broke.
+        """
         ps = self._sets.get(dst)
         if ps is not None:
             route = ps.route()
             if route is not None:
                 return route
-        return super()._route_for(now, dst)
+        if dst in self._rebuild:
+            del self._rebuild[dst]
+            self._ask(now, dst, "smr-all-broken-rediscoveries")
+        route = super()._route_for(now, dst)
+        if route is not None and dst in self._asked:
+            self.counters["smr-cache-routes"] += 1  # a destination we asked for, no set
+        return route
 
     def _links_cut(self, now: float, a: IPv4Address, b: IPv4Address, reason: str) -> None:
         """Drop the paths through a-b; a broken primary gives way to a backup at once
@@ -267,8 +290,13 @@ class SmrEngine(DsrEngine):
             if not ps.entries:
                 del self._sets[dst]
                 self.counters["smr-all-broken"] += 1
+                if self.smr.after_all_broken == "discover":
+                    self._rebuild[dst] = None
+                    if len(self._rebuild) > _REMEMBERED:
+                        self._rebuild.popitem(last=False)
+                        self.counters["smr-rebuild-evicted"] += 1
             elif self.smr.rediscover == "any-broken":
-                self._ask(now, dst)
+                self._ask(now, dst, "smr-rediscoveries")
             elif sw is not None:
                 self.counters["smr-discoveries-avoided"] += 1
 
@@ -301,15 +329,20 @@ class SmrEngine(DsrEngine):
             )
         )
 
-    def _ask(self, now: float, dst: IPv4Address) -> None:
-        """A propagating request for ``dst`` while a backup still carries the data
-        (``rediscover: any-broken``), at most one per NonpropRequestTimeout."""
+    def _ask(self, now: float, dst: IPv4Address, counter: str) -> None:
+        """A propagating request for ``dst`` while a backup or a cached route may still
+        carry the data (``rediscover: any-broken``, ``after_all_broken: discover``), at
+        most one per NonpropRequestTimeout. A new discovery asks again with DSR's
+        back-off while packets wait in the send buffer (8.2.1), and stops when nothing
+        waits."""
         d = self._discoveries.get(dst)
         if d is None:
             d = self._discoveries[dst] = _Discovery(dst, now, attempts=1)
+            d.next_at = now + self.config.request_period_ms / 1000
+            self._schedule(d.next_at, _TIMER_DISCOVERY, dst)
         elif now - d.sent_at < self.config.nonprop_request_timeout_ms / 1000:
             return
-        self.counters["smr-rediscoveries"] += 1
+        self.counters[counter] += 1
         self._send_request(now, d, ttl=self.config.discovery_hop_limit)
 
     def _expire_paths(self, now: float) -> None:
@@ -350,6 +383,7 @@ class SmrEngine(DsrEngine):
             "paths": self.smr.paths,
             "rediscover": self.smr.rediscover,
             "max_path_age_s": self.smr.max_path_age_s,
+            "after_all_broken": self.smr.after_all_broken,
         }
         # One flat row per route (the status CLI prints it as a table like "paths").
         st["multipath"] = [
