@@ -383,6 +383,8 @@ class Radio:
                     st.last_active = now
                     st.rx_packets += 1
                     st.rx_bytes += n - 3
+                    st.rx_signal_frames += 1
+                    st.rx_signal_sum_dbm += signal_dbm
                 try:
                     os.write(tap, mv[3:n])
                     rx += 1

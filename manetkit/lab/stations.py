@@ -4,6 +4,12 @@ Modelled on mac80211's ``struct sta_info`` as ``iw dev wlan0 station dump`` show
 software written for a laptop's Wi-Fi (the daemon's link sensing) reads the same numbers
 in the lab: last and average signal, inactivity, rx/tx packets and bytes, tx retries and
 tx failures. The table is pure data (time is passed in), the radio shell feeds it.
+
+Beyond iw's fields, each station sums the received power of every frame heard from it
+(``rx_signal_frames``, ``rx_signal_sum_dbm``, overheard unicasts included): a client that
+polls the table gets the mean power of the frames since its previous poll from the
+differences, so per-frame RSSI reaches it without an event per frame (Atra's RFP,
+docs/atra.md).
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ class Station:
     tx_retries: int = 0
     tx_failed: int = 0
     rx_overheard: int = 0  # its unicasts to other nodes that we heard (radio0 promiscuous)
+    # every frame heard from it (to us, broadcast or overheard): count and sum of dBm
+    rx_signal_frames: int = 0
+    rx_signal_sum_dbm: float = 0.0
 
     def as_dict(self, now: float) -> dict:
         return {
@@ -53,6 +62,8 @@ class Station:
             "tx_retries": self.tx_retries,
             "tx_failed": self.tx_failed,
             "rx_overheard": self.rx_overheard,
+            "rx_signal_frames": self.rx_signal_frames,
+            "rx_signal_sum_dbm": round(self.rx_signal_sum_dbm, 2),
         }
 
 
@@ -84,8 +95,18 @@ class StationTable:
         """The station ``mac`` (made if new) with its signal and activity updated."""
         st = self.by_mac.get(mac)
         if st is None:
-            st = self.by_mac[mac] = Station(mac, now, now, signal_dbm, signal_dbm)
+            st = self.by_mac[mac] = Station(
+                mac,
+                now,
+                now,
+                signal_dbm,
+                signal_dbm,
+                rx_signal_frames=1,
+                rx_signal_sum_dbm=signal_dbm,
+            )
             return st, True
+        st.rx_signal_frames += 1
+        st.rx_signal_sum_dbm += signal_dbm
         st.signal_dbm = signal_dbm
         st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / SIGNAL_EWMA_WEIGHT
         st.last_active = now

@@ -128,6 +128,16 @@ def test_radio_relays_frames_keeps_stations_and_reports_tx_failures(radio_node):
     assert st["mac"] == format_mac(N2)
     assert st["signal_dbm"] == -61.5 and st["rx_packets"] == 1
     assert st["tx_packets"] >= 1 and st["tx_failed"] == 1 and st["tx_retries"] == 7
+    assert (st["rx_signal_frames"], st["rx_signal_sum_dbm"]) == (1, -61.5)
+    # A second frame from a known station takes the hot path's inlined accounting: the
+    # per-frame power sums (Atra's RFP input, docs/atra.md) grow with it.
+    medium.send(protocol.deliver(-63.5, bytes(who_has)))
+    wait_for(
+        lambda: control(lab, {"cmd": "stations"})["stations"][0]["rx_packets"] == 2,
+        what="second frame",
+    )
+    (st,) = control(lab, {"cmd": "stations"})["stations"]
+    assert (st["rx_signal_frames"], st["rx_signal_sum_dbm"], st["signal_dbm"]) == (2, -125.0, -63.5)
 
     # Malformed datagrams are counted and dropped; the radio keeps working.
     before = control(lab, {"cmd": "stats"})

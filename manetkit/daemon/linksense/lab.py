@@ -6,11 +6,21 @@ The radio process of a lab node answers JSON lines on its control socket
                             ``{"event":"station-new","mac":..,"signal_dbm":..}`` and
                             ``{"event":"station-gone","mac":..,"reason":..}``
   ``{"cmd":"stations"}``  -> ``{"ok":true,"stations":[{"mac","signal_dbm",
-                            "signal_avg_dbm","inactive_ms","rx_packets",...}]}``
+                            "signal_avg_dbm","inactive_ms","rx_packets",
+                            "rx_signal_frames","rx_signal_sum_dbm",...}]}``
 Tx failures and new stations arrive as events at once; signal and activity are polled
 every ``poll_s`` (200 ms: fast enough for Atra's 3-sample RFP window, cheap enough).
 A station counts as heard when its rx_packets grew since the last poll (or it is new),
 so a row that lingers in the table without traffic ages out through the hysteresis.
+
+The signal reported for a heard station is the mean power (dBm) of every frame the radio
+heard from it since the previous poll: the radio sums each frame's RSSI per station
+(``rx_signal_frames``, ``rx_signal_sum_dbm``; overheard unicasts included) and the
+backend takes the differences. So every received frame's RSSI reaches Atra's RFP
+(issue 8), as one sample per neighbour per poll: the predictor's history keeps its
+time scale, and averaging the frames of an interval damps per-frame fading instead of
+taking whichever frame came last. A radio without those fields (or one that restarted,
+its counters begun again) gives the last frame's ``signal_dbm``, else ``signal_avg_dbm``.
 """
 
 from __future__ import annotations
@@ -40,6 +50,14 @@ def station_from_json(row: dict[str, Any]) -> StationInfo:
     return StationInfo.read(row["mac"], row.get)
 
 
+def _frame_sums(row: dict[str, Any]) -> tuple[int, float] | None:
+    """The row's per-frame signal counters (count, sum of dBm); None if the radio lacks them."""
+    frames, total = row.get("rx_signal_frames"), row.get("rx_signal_sum_dbm")
+    if frames is None or total is None:
+        return None
+    return int(frames), float(total)
+
+
 class LabBackend(LinkSenseBackend):
     name = "lab"
 
@@ -57,6 +75,8 @@ class LabBackend(LinkSenseBackend):
         self._clock = clock
         self._table: list[StationInfo] = []
         self._rx_seen: dict[bytes, int] = {}
+        # per MAC: (rx_signal_frames, rx_signal_sum_dbm) at the previous poll
+        self._signal_seen: dict[bytes, tuple[int, float]] = {}
         self.malformed = 0
         self.connected = False
 
@@ -119,7 +139,7 @@ class LabBackend(LinkSenseBackend):
                     line = await reader.readline()
                     if not line:
                         break
-                    self._on_table(line)
+                    self.on_table(line)
                     await asyncio.sleep(self.poll_s)
             except OSError as exc:
                 log.warning("lab radio station poll failed: %s", exc)
@@ -127,22 +147,46 @@ class LabBackend(LinkSenseBackend):
                 writer.close()
             await asyncio.sleep(0.5)
 
-    def _on_table(self, line: bytes) -> None:
+    def on_table(self, line: bytes) -> None:
+        """One reply to ``{"cmd":"stations"}``: heard stations go to the sink (tests call it
+        with a fake clock)."""
         try:
             msg = json.loads(line)
-            rows = [station_from_json(r) for r in msg["stations"]]
+            raw = msg["stations"]
+            rows = [station_from_json(r) for r in raw]
+            sums = [_frame_sums(r) for r in raw]
         except (ValueError, KeyError, TypeError, AttributeError):
             self.malformed += 1
             return
         self._table = rows
         now = self._clock()
-        for st in rows:
+        # Forget MACs gone from the radio's table (bounded by the table, not by history).
+        for mac in self._rx_seen.keys() - {st.mac for st in rows}:
+            del self._rx_seen[mac]
+            self._signal_seen.pop(mac, None)
+        for st, frame_sums in zip(rows, sums, strict=True):
             before = self._rx_seen.get(st.mac)
             self._rx_seen[st.mac] = st.rx_packets
+            mean = self._frames_mean(st.mac, frame_sums)
             if before is not None and st.rx_packets <= before:
                 continue  # nothing heard since the last poll
-            signal = st.signal_dbm if st.signal_dbm is not None else st.signal_avg_dbm
+            signal = mean
+            if signal is None:
+                signal = st.signal_dbm if st.signal_dbm is not None else st.signal_avg_dbm
             self.sink(now, StationSeen(st.mac, signal))
+
+    def _frames_mean(self, mac: bytes, sums: tuple[int, float] | None) -> float | None:
+        """Mean dBm of the frames heard from ``mac`` since the previous poll, or None."""
+        if sums is None:
+            return None
+        prev = self._signal_seen.get(mac)
+        self._signal_seen[mac] = sums
+        frames, total = sums
+        if prev is not None:
+            if frames < prev[0]:
+                return None  # the radio restarted: counters began again
+            frames, total = frames - prev[0], total - prev[1]
+        return round(total / frames, 2) if frames > 0 else None
 
     def stations(self) -> list[StationInfo]:
         return list(self._table)
