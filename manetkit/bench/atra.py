@@ -235,7 +235,11 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
     }
 
 
-def plot(summary: list[dict], speeds: list[float], path: Path) -> Path | None:
+def plot(
+    summary: list[dict], speeds: list[float], path: Path, runs: list[dict] | None = None
+) -> Path | None:
+    """Mean goodput per variant against speed; with ``runs``, a second panel with every
+    run's goodput per (speed, seed), variants side by side (how much the seeds differ)."""
     try:
         import matplotlib
 
@@ -243,17 +247,32 @@ def plot(summary: list[dict], speeds: list[float], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for v in dict.fromkeys(r["variant"] for r in summary):
+    variants = list(dict.fromkeys(r["variant"] for r in summary))
+    fig, axes = plt.subplots(1, 2 if runs else 1, figsize=(11 if runs else 6, 4), squeeze=False)
+    ax = axes[0][0]
+    for v in variants:
         ys = [next((r["mean_tcp_kbps"] for r in summary if r["variant"] == v
                     and r["speed"] == s), None) for s in speeds]  # fmt: skip
         if any(y is not None for y in ys):
             ax.plot(speeds, [y if y is not None else float("nan") for y in ys], "o-", label=v)
     ax.set_xlabel("mean speed (m/s)")
     ax.set_ylabel("TCP goodput (kbit/s)")
-    ax.set_title("rwp-30, 1 TCP flow: DSR, ELFN, Atra")
+    ax.set_title("rwp-30, 1 TCP flow: DSR, ELFN, Atra (means)")
     ax.grid(True, alpha=0.3)
     ax.legend()
+    if runs:
+        ax = axes[0][1]
+        groups = list(dict.fromkeys((r["speed"], r["seed"]) for r in runs))
+        width = 0.8 / max(len(variants), 1)
+        for k, v in enumerate(variants):
+            ys = [next((r["tcp_kbps"] for r in runs if r["variant"] == v
+                        and (r["speed"], r["seed"]) == g), 0.0) for g in groups]  # fmt: skip
+            ax.bar([i + k * width for i in range(len(groups))], ys, width, label=v)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))])
+        ax.set_xticklabels([f"{sp:g} m/s\nseed {sd}" for sp, sd in groups])
+        ax.set_ylabel("TCP goodput (kbit/s)")
+        ax.set_title("every run")
+        ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -316,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
         "x DSR = goodput / default DSR's in the same run; precision (truth): predictions "
         "whose link left the medium's graph within 2x the look-ahead",
     )
-    fig = plot(summary, speeds, Path(args.out) / "atra.png")
+    fig = plot(summary, speeds, Path(args.out) / "atra.png", runs)
     if fig is not None:
         report.console.print(f"written {fig}")
     report.write(
