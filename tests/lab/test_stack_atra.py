@@ -1,7 +1,9 @@
 """Atra RFP in the real lab: the source leaves a relay that walks away before it breaks.
 
 walkaway (configs/scenarios/walkaway.yaml): n1 sends to n4 over n2; n3 sits in range
-of both. Real daemons (``--stack dsr``), real TCP (iperf3), the medium's two-ray powers
+of both. DSR may move the flow to n3 before the walk (a cached route of the same length,
+salvaging after an 802.11 retry failure): the relay that walks away is the one n1's data
+uses when the walk starts (its most recently used cached path), the other one stays. Real daemons (``--stack dsr``), real TCP (iperf3), the medium's two-ray powers
 reaching the engines as link sensing's SignalSamples. Motion is driven through the
 medium's control socket (``lab move``) so the test knows when each step happened; the
 break time is the medium's ground truth (its graph log), not a guess.
@@ -32,15 +34,23 @@ DST = "10.42.0.4"
 SPEED = 20.0  # m/s: n2's links break 150 m north of the line, 7.5 s into the walk
 
 
-def _break_wall(lab: str, after: float) -> float | None:
-    """Ground truth: when n1-n2 or n2-n4 left the graph (unix time), after ``after``."""
+def _break_wall(lab: str, relay: str, after: float) -> float | None:
+    """Ground truth: when n1-relay or relay-n4 left the graph (unix time), after ``after``."""
     for line in read_log(paths.ground_truth_log(lab)):
         if line["wall"] < after:
             continue
-        edges = {tuple(e) for e in line["edges"]}
-        if ("n1", "n2") not in edges or ("n2", "n4") not in edges:
+        edges = {tuple(sorted(e)) for e in line["edges"]}
+        if ("n1", relay) not in edges or (relay, "n4") not in edges:
             return line["wall"]
     return None
+
+
+def _relay_in_use(lab: str) -> str:
+    """The relay of n1's cached 2-hop path to n4 that its packets used last."""
+    paths_ = [p for p in status(lab, "n1")["engine"]["paths"] if p["dst"] == DST and p["hops"] == 2]
+    assert paths_, "n1 has no 2-hop path to n4"
+    used = min(paths_, key=lambda p: p["idle_s"])
+    return {"10.42.0.2": "n2", "10.42.0.3": "n3"}[used["next_hop"]]
 
 
 def _walk(lab_factory, tmp_path, atra: bool):
@@ -61,8 +71,11 @@ def _walk(lab_factory, tmp_path, atra: bool):
     client = nspopen(lab, "n1", "iperf3", "-c", DST, "-t", "16", "-l", "1000")
     try:
         time.sleep(3.0)  # a running transfer (real time, not a protocol timer)
+        relay = _relay_in_use(lab)
         t_walk = time.time()
-        control(lab, {"cmd": "move", "node": "n2", "x": 200, "y": 600, "speed": SPEED})
+        # away from the line, on the side opposite the relay that stays (n2 y=0, n3 y=-60)
+        y = 600 if relay == "n2" else -660
+        control(lab, {"cmd": "move", "node": relay, "x": 200, "y": y, "speed": SPEED})
         client.communicate(timeout=60)
     finally:
         for p in (client, cap):
@@ -70,8 +83,8 @@ def _walk(lab_factory, tmp_path, atra: bool):
                 p.terminate()
                 p.wait(timeout=10)
         log.close()
-    t_break = _break_wall(lab, t_walk)
-    assert t_break is not None, "the ground truth never dropped n2's links"
+    t_break = _break_wall(lab, relay, t_walk)
+    assert t_break is not None, f"the ground truth never dropped {relay}'s links"
     arrivals = [
         float(f.time)
         for f in rdpcap(str(pcap))
@@ -80,19 +93,20 @@ def _walk(lab_factory, tmp_path, atra: bool):
     window = [t for t in arrivals if t_walk - 1 <= t <= t_break + 6]
     gaps = [b - a for a, b in zip(window, window[1:], strict=False)]
     engine = status(lab, "n1")["engine"]
-    return log, t_walk, t_break, max(gaps, default=99.0), window, engine
+    stays = "10.42.0.3" if relay == "n2" else "10.42.0.2"
+    return log, t_walk, t_break, max(gaps, default=99.0), window, engine, stays
 
 
 def test_rfp_switches_before_the_break_without_a_stall(
     lab_factory, tmp_path, record_property
 ) -> None:
-    log, t_walk, t_break, stall, window, engine = _walk(lab_factory, tmp_path, atra=True)
+    log, t_walk, t_break, stall, window, engine, stays = _walk(lab_factory, tmp_path, atra=True)
     pf = [e for e in log.named("predicted-failure") if e["time"] >= t_walk]
     assert pf, f"n1 predicted nothing; events: {log.events[-10:]}"
     sw = [e for e in log.named("path-switch") if e["time"] >= t_walk and e["dst"] == DST]
     assert sw, f"no path-switch; events: {log.events[-10:]}"
     assert sw[0]["reason"] == "predicted-failure"
-    assert sw[0]["to_path"] == ["10.42.0.1", "10.42.0.3", DST]
+    assert sw[0]["to_path"] == ["10.42.0.1", stays, DST]
     lead = t_break - sw[0]["time"]
     record_property("switch_before_break_s", round(lead, 3))
     record_property("max_stall_s", round(stall, 3))
@@ -109,7 +123,7 @@ def test_without_rfp_the_source_learns_of_the_break_when_it_happens(
     """The baseline: DSR reacts to the break (a route-down at n1 once the ground truth
     dropped the link). In this 4-node lab a normal break costs only a few hundred ms
     (802.11 retries at 2 Mbit/s, then n3's route): recorded, not asserted."""
-    log, t_walk, t_break, stall, _, engine = _walk(lab_factory, tmp_path, atra=False)
+    log, t_walk, t_break, stall, _, engine, _ = _walk(lab_factory, tmp_path, atra=False)
     assert not log.named("predicted-failure")
     assert "atra" not in engine
     down = [e for e in log.named("route-down") if e["time"] >= t_walk and e["dst"] == DST]
