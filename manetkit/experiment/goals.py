@@ -59,14 +59,30 @@ def _verdict(ok: bool | None) -> str:
     return "not measured" if ok is None else ("met" if ok else "not met")
 
 
+def _cells(rows: list[dict[str, Any]]) -> dict[tuple[Any, Any, Any], list[dict[str, Any]]]:
+    """Rows grouped by (scenario, traffic, speed), in their first-seen order."""
+    cells: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
+    for r in rows:
+        cells.setdefault((r["scenario"], r["traffic"], r["speed"]), []).append(r)
+    return cells
+
+
+def _entry(goal: str, cell: tuple[Any, Any, Any], ours: str | None, theirs: str | None,
+           value: float | None, shown: str, ok: bool | None) -> dict[str, Any]:  # fmt: skip
+    scen, traffic, speed = cell
+    return {
+        "goal": goal, "scenario": scen, "traffic": traffic, "speed": speed,
+        "ours": ours, "theirs": theirs,
+        "measured": shown.format(value) if value is not None else "-",
+        "met": _verdict(ok),
+    }  # fmt: skip
+
+
 def goals(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per goal and (scenario, traffic, speed) it applies to."""
     found: list[dict[str, Any]] = []
-    cells = dict.fromkeys((r["scenario"], r["traffic"], r["speed"]) for r in bulk)
-    for scen, traffic, speed in cells:
-        sel = [
-            r for r in bulk if (r["scenario"], r["traffic"], r["speed"]) == (scen, traffic, speed)
-        ]
+    for cell, sel in _cells(bulk).items():
+        speed = cell[2]
         ours = _best(sel, MANETKIT, "goodput_kbps")
         if speed in (10, 20):
             peer = _best(sel, PEERS, "goodput_kbps")
@@ -75,30 +91,22 @@ def goals(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> list[dict[s
                 if ours and peer and peer["goodput_kbps"]
                 else None
             )
-            found.append({
-                "goal": f"TCP goodput >= {GOODPUT_RATIO:g}x the better peer",
-                "scenario": scen, "traffic": traffic, "speed": speed,
-                "ours": ours and f"{ours['variant']} {ours['goodput_kbps']:.0f} kbit/s",
-                "theirs": peer and f"{peer['variant']} {peer['goodput_kbps']:.0f} kbit/s",
-                "measured": f"{ratio:.2f}x" if ratio is not None else "-",
-                "met": _verdict(None if ratio is None else ratio >= GOODPUT_RATIO),
-            })  # fmt: skip
+            found.append(_entry(
+                f"TCP goodput >= {GOODPUT_RATIO:g}x the better peer", cell,
+                ours and f"{ours['variant']} {ours['goodput_kbps']:.0f} kbit/s",
+                peer and f"{peer['variant']} {peer['goodput_kbps']:.0f} kbit/s",
+                ratio, "{:.2f}x", None if ratio is None else ratio >= GOODPUT_RATIO,
+            ))  # fmt: skip
         if speed == 20:
             best = _best(sel, MANETKIT, "measured_over_expected")
             frac = best["measured_over_expected"] if best else None
-            found.append({
-                "goal": f"measured >= {EXPECTED_FRACTION:.0%} of expected (eq. 3.1)",
-                "scenario": scen, "traffic": traffic, "speed": speed,
-                "ours": best and f"{best['variant']} {best['goodput_kbps']:.0f} kbit/s",
-                "theirs": best and f"expected {out.cell(best['expected_kbps'], '.0f')} kbit/s",
-                "measured": f"{frac:.0%}" if frac is not None else "-",
-                "met": _verdict(None if frac is None else frac >= EXPECTED_FRACTION),
-            })  # fmt: skip
-    cells = dict.fromkeys((r["scenario"], r["traffic"], r["speed"]) for r in http)
-    for scen, traffic, speed in cells:
-        sel = [
-            r for r in http if (r["scenario"], r["traffic"], r["speed"]) == (scen, traffic, speed)
-        ]
+            found.append(_entry(
+                f"measured >= {EXPECTED_FRACTION:.0%} of expected (eq. 3.1)", cell,
+                best and f"{best['variant']} {best['goodput_kbps']:.0f} kbit/s",
+                best and f"expected {out.cell(best['expected_kbps'], '.0f')} kbit/s",
+                frac, "{:.0%}", None if frac is None else frac >= EXPECTED_FRACTION,
+            ))  # fmt: skip
+    for cell, sel in _cells(http).items():
         ours = _best(sel, MANETKIT, "service_mean_s", low=True)
         babel = _best(sel, ("babeld",), "service_mean_s", low=True)
         cut = (
@@ -106,14 +114,12 @@ def goals(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> list[dict[s
             if ours and babel and babel["service_mean_s"]
             else None
         )
-        found.append({
-            "goal": f"HTTP page service time >= {HTTP_REDUCTION:.0%} lower than babeld's",
-            "scenario": scen, "traffic": traffic, "speed": speed,
-            "ours": ours and f"{ours['variant']} {ours['service_mean_s']:.2f} s",
-            "theirs": babel and f"{babel['variant']} {babel['service_mean_s']:.2f} s",
-            "measured": f"{cut:+.0%}" if cut is not None else "-",
-            "met": _verdict(None if cut is None else cut >= HTTP_REDUCTION),
-        })  # fmt: skip
+        found.append(_entry(
+            f"HTTP page service time >= {HTTP_REDUCTION:.0%} lower than babeld's", cell,
+            ours and f"{ours['variant']} {ours['service_mean_s']:.2f} s",
+            babel and f"{babel['variant']} {babel['service_mean_s']:.2f} s",
+            cut, "{:+.0%}", None if cut is None else cut >= HTTP_REDUCTION,
+        ))  # fmt: skip
     return found
 
 
