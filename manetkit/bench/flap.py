@@ -43,6 +43,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -303,9 +304,13 @@ class Capture:
         procs.stop_all([self.proc], grace=5, sig=signal.SIGINT)  # tcpdump flushes on SIGINT
 
 
-def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Schedule) -> dict:
+def run_mode(
+    mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Schedule,
+    probe: float | None = None,
+) -> dict:  # fmt: skip
     lab = f"flap{os.getpid() % 1000}{idx}"
-    tag = mode if not args.breaks else f"{mode}-{sch.down:g}s"
+    tag = mode if probe is None else f"{mode}@{probe:g}s"
+    tag = tag if not args.breaks else f"{tag}-{sch.down:g}s"
     overrides = {"stack": "dsr", "proxy": "none" if mode == "plain" else mode}
     overrides["radio.rate_mbps"] = str(args.rate)
     for kv in args.set or []:
@@ -315,7 +320,7 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
     recorder: EventRecorder | None = None
     captures: list[Capture] = []
     try:
-        with _proxy_partition_timeout(work, sch):
+        with _proxy_extra(work, sch, probe):
             nodes.up(SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
         recorder = EventRecorder(lab, ["n1", "n2", "n3", "n4"], work / f"{tag}-events.jsonl")
         if args.capture:
@@ -372,6 +377,7 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
     intact = rres.get("bytes", 0) > 0 and rres.get("sha256") == stream_sha256(rres["bytes"])
     return {
         "mode": mode,
+        "probe_interval_s": probe,
         "down_s": sch.down,
         "period_s": sch.period,
         "duration_s": sch.duration,
@@ -395,16 +401,42 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, idx: int, sch: Sch
     }
 
 
+def proxy_extra(sch: Schedule, probe: float | None) -> dict[str, Any]:
+    """What the proxies' configs get for one run: breaks near the proxies' 30 s partition
+    timeout would reset the app (plain TCP has no such limit), so ``down + 30`` s; with
+    ``--probe-intervals``, ELFN's fixed probe period (Holland & Vaidya section 5, Fig. 12)."""
+    doc: dict[str, Any] = {}
+    if sch.down + 30 > 30:
+        doc["partition_timeout"] = sch.down + 30
+    if probe is not None:
+        doc |= {"probe": "fixed", "probe_interval": probe}
+    return doc
+
+
 @contextlib.contextmanager
-def _proxy_partition_timeout(work: Path, sch: Schedule) -> Iterator[None]:
-    """Breaks near the proxies' 30 s partition timeout would reset the app (plain TCP has
-    no such limit): give the proxies ``down + 30`` s unless the user set a config."""
-    if os.environ.get(stacks.PROXY_EXTRA_ENV) or sch.down + 30 <= 30:
+def _proxy_extra(work: Path, sch: Schedule, probe: float | None) -> Iterator[None]:
+    """The run's proxy config additions, unless the user set a config of their own."""
+    doc = proxy_extra(sch, probe)
+    if os.environ.get(stacks.PROXY_EXTRA_ENV) or not doc:
+        if probe is not None and os.environ.get(stacks.PROXY_EXTRA_ENV):
+            raise UserError(f"--probe-intervals: unset {stacks.PROXY_EXTRA_ENV} (it would win)")
         yield
         return
-    doc = {"partition_timeout": sch.down + 30}
     with labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", doc):
         yield
+
+
+def probe_intervals(text: str | None) -> list[float]:
+    """``--probe-intervals 0.5,1,2`` -> [0.5, 1.0, 2.0] (the proxy config's 0.1..60 s)."""
+    if not text:
+        return []
+    try:
+        got = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--probe-intervals: {text!r} is not a list of seconds") from None
+    if not got or not all(0.1 <= x <= 60 for x in got):
+        raise UserError("--probe-intervals: give seconds between 0.1 and 60, e.g. 0.5,2,10,30")
+    return got
 
 
 def run(args: argparse.Namespace) -> int:
@@ -415,16 +447,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.breaks and args.duration < args.first + args.down:
         raise UserError("--duration: too short for one break (needs --first + --down)")
     plan = schedules(args)
+    probes = probe_intervals(args.probe_intervals)
+    if probes and "elfn" not in modes:
+        raise UserError("--probe-intervals: only mode elfn probes (add elfn to --modes)")
+    # (mode, probe interval) per run: elfn once per interval when a sweep is asked for
+    runs = [(m, p) for m in modes for p in (probes if m == "elfn" and probes else [None])]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = out / "flap-runs"
     work.mkdir(exist_ok=True)
     results = []
     for j, sch in enumerate(plan):
-        for i, mode in enumerate(modes):
-            console.print(f"[bold]{mode}[/]: {sch.duration:g} s, link n2-n3 down {sch.down:g} s "
+        for i, (mode, probe) in enumerate(runs):
+            name = mode if probe is None else f"{mode} (probe every {probe:g} s)"
+            console.print(f"[bold]{name}[/]: {sch.duration:g} s, link n2-n3 down {sch.down:g} s "
                           f"every {sch.period:g} s ...")  # fmt: skip
-            results.append(run_mode(mode, args, work, j * len(modes) + i, sch))
+            results.append(run_mode(mode, args, work, j * len(runs) + i, sch, probe))
     doc = {
         "bench": "flap",
         "chain": "chain-4 (3 hops), DSR",
@@ -435,6 +473,7 @@ def run(args: argparse.Namespace) -> int:
         "first_break_s": args.first,
         "breaks_s": [sch.down for sch in plan] if args.breaks else None,
         "breaks_per_length": args.count if args.breaks else None,
+        "probe_intervals_s": probes or None,
         "results": results,
     }
     title = (f"bench flap: 3 hops, {args.rate:g} Mbit/s, " + (
@@ -450,7 +489,7 @@ def run(args: argparse.Namespace) -> int:
         mean = "-" if r["recovery_mean_s"] is None else f"{r['recovery_mean_s']:.2f}"
         t.add_row(
             f"{r['down_s']:g}",
-            r["mode"],
+            r["mode"] + (f" @{r['probe_interval_s']:g}s" if r.get("probe_interval_s") else ""),
             f"{r['goodput_kbps']:.0f}",
             "yes" if r["intact"] else "[red]NO[/]",
             r["sender_error"] or r["receiver_error"] or "none",
@@ -487,6 +526,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--period - --down s up between)",
     )  # fmt: skip
     parser.add_argument("--count", type=int, default=2, help="--breaks: breaks per length (2)")
+    parser.add_argument(
+        "--probe-intervals", default=None, metavar="P1,P2,..",
+        help="run elfn once per fixed probe interval, e.g. 0.5,1,2,5,10,30 "
+        "(Holland & Vaidya Fig. 12)",
+    )  # fmt: skip
     parser.add_argument(
         "--capture", action="store_true",
         help="tcpdump n1's and n4's mesh0 into flap-runs/MODE-nI.pcap",

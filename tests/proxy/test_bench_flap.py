@@ -62,3 +62,32 @@ def test_route_return_is_the_sources_first_route_up_after_each_link_up() -> None
     ]
     assert route_returns(evs, [100.0, 110.0]) == [0.5, None]
     assert after_route([1.7, 2.0], [0.5, None]) == [1.2, None]
+
+
+def test_probe_sweep_gives_elfn_its_fixed_interval_and_keeps_the_partition_timeout() -> None:
+    """``--probe-intervals`` (Holland & Vaidya Fig. 12): each elfn run's proxies get a
+    fixed probe period; every run keeps the longer partition timeout; bad lists refused."""
+    import argparse
+
+    import pytest
+
+    from manetkit.bench.flap import Schedule, probe_intervals, proxy_extra, register, run
+    from manetkit.errors import UserError
+
+    sch = Schedule(10.0, 22.0, 5.0, 49.0, 4.0)
+    assert proxy_extra(sch, None) == {"partition_timeout": 40.0}
+    assert proxy_extra(sch, 0.5) == {
+        "partition_timeout": 40.0, "probe": "fixed", "probe_interval": 0.5,
+    }  # fmt: skip
+    assert probe_intervals("0.5,2,30") == [0.5, 2.0, 30.0]
+    assert probe_intervals(None) == []
+    for bad in ("x", "0.01", "61", ","):
+        with pytest.raises(UserError, match="--probe-intervals"):
+            probe_intervals(bad)
+    p = argparse.ArgumentParser()
+    register(p)
+    # a sweep needs elfn among the modes (refused before any lab is made)
+    args = p.parse_args(["--modes", "plain", "--probe-intervals", "1,2"])
+    args.out = "/nonexistent"
+    with pytest.raises(UserError, match="only mode elfn"):
+        run(args)
