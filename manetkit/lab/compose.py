@@ -152,7 +152,14 @@ def compose_file(scenario, lab: str, image: str = IMAGE) -> dict[str, Any]:
                 "test": ["CMD-SHELL", health],
                 "interval": "2s",
                 "retries": 15,
+                # a slow first start (image layers, a loaded host) is not a failure: swarm
+                # would replace the task, which then joins again under a new address
+                "start_period": "30s",
             },
+            # swarm: nothing reaches a node by its service name, so no virtual IP either
+            # (a VIP needs IPVS in the kernel; without it dockerd fails to set up each
+            # task's load-balancer endpoint); as the medium's, below
+            "deploy": {"endpoint_mode": "dnsrr"},
         }
         volumes[f"logs-{node}"] = {}
     return {

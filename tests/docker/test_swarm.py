@@ -40,10 +40,13 @@ def _stack_left(stack: str, *, volumes: bool = True) -> list[str]:
     return [f"{k} {x}" for k, cmd in kinds for x in _docker(*cmd, *flt).stdout.split()]
 
 
-def _until(pred, timeout: float, what: str) -> None:
+def _until(pred, timeout: float, what: str, diagnose=None) -> None:
     deadline = time.monotonic() + timeout
     while not pred():
-        assert time.monotonic() < deadline, f"{what} not within {timeout:g} s"
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"{what} not within {timeout:g} s" + (diagnose() if diagnose else "")
+            )
         time.sleep(0.5)
 
 
@@ -99,10 +102,23 @@ def test_stack_deploy_ping_two_hops(swarm, tmp_path, image):
                       check=False)  # fmt: skip
         return got.returncode == 0
 
+    def diagnose() -> str:
+        """What each task did and what n1..n3 logged: why a flake flaked."""
+        parts = [_docker("stack", "ps", "--no-trunc", stack, check=False).stdout]
+        for s in services:
+            cid = container(s)
+            if not cid:
+                parts.append(f"--- {s}: no single running container")
+                continue
+            cmd = "tail -n 15 /var/log/manetkit/*.log; manetkit status 2>&1 | tail -n 30"
+            got = _docker("exec", cid, "sh", "-c", cmd, check=False)
+            parts.append(f"--- {s}\n{got.stdout}{got.stderr}")
+        return "\n" + "\n".join(parts)
+
     try:
         _docker("stack", "deploy", "-c", str(out), stack)
-        _until(healthy, 90, "every node's daemon healthy")
-        _until(ping, 60, "ping n1 -> n3 (2 hops)")
+        _until(healthy, 90, "every node's daemon healthy", diagnose)
+        _until(ping, 60, "ping n1 -> n3 (2 hops)", diagnose)
         got = _docker("exec", container(services[1]), "ping", "-c", "1", "10.42.0.3").stdout
         assert "ttl=63" in got  # one forwarding node: n2
     finally:
