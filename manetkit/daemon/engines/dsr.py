@@ -463,15 +463,21 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         elif now - d.sent_at < gap:
             self.counters["rediscover-ratelimited"] += 1
             return False
-        self._send_request(now, d, ttl=cfg.discovery_hop_limit)
+        self._extra_request(now, d)
         self.counters["rediscover-requests"] += 1
-        # An extra request: it never postpones the one the back-off already scheduled.
+        return True
+
+    def _extra_request(self, now: float, d: _Discovery) -> None:
+        """A propagating request for ``d`` now, outside the back-off schedule (ELFN's
+        rediscover, SMR's asks). It never postpones the request the back-off already
+        scheduled; a discovery with none pending gets one, so it goes on asking (8.2.1)."""
+        cfg = self.config
+        self._send_request(now, d, ttl=cfg.discovery_hop_limit)
         interval = cfg.request_period_ms / 1000 * (2 ** max(d.attempts - 1, 0))
         due = now + min(interval, cfg.max_request_period_s)
         if d.next_at <= now or due < d.next_at:
             d.next_at = due
-            self._schedule(due, _TIMER_DISCOVERY, dst)
-        return True
+            self._schedule(due, _TIMER_DISCOVERY, d.target)
 
     def handle_timer(self, now: float) -> None:
         self._now = now

@@ -41,7 +41,7 @@ from pydantic import Field, model_validator
 
 from manetkit import events as ev
 from manetkit.daemon.engines.base import Notify
-from manetkit.daemon.engines.dsr import _TIMER_DISCOVERY, DsrConfig, DsrEngine, _Discovery
+from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine, _Discovery
 from manetkit.daemon.engines.pathselect import Mode, PathSet, Switch, select_replies
 from manetkit.daemon.engines.routecache import Path
 from manetkit.daemon.neighbours import NeighbourTable
@@ -338,12 +338,10 @@ class SmrEngine(DsrEngine):
         d = self._discoveries.get(dst)
         if d is None:
             d = self._discoveries[dst] = _Discovery(dst, now, attempts=1)
-            d.next_at = now + self.config.request_period_ms / 1000
-            self._schedule(d.next_at, _TIMER_DISCOVERY, dst)
         elif now - d.sent_at < self.config.nonprop_request_timeout_ms / 1000:
             return
         self.counters[counter] += 1
-        self._send_request(now, d, ttl=self.config.discovery_hop_limit)
+        self._extra_request(now, d)
 
     def _expire_paths(self, now: float) -> None:
         """Drop alternates older than ``max_path_age_s`` (:meth:`PathSet.expire`), and
