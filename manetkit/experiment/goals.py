@@ -16,6 +16,7 @@ only as plotted curves are not read off the plots, and the report says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from manetkit.bench import report as out
@@ -145,6 +146,32 @@ def goals_markdown(found: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def _speed_table(
+    rows: list[dict[str, Any]],
+    cell: Callable[[list[dict[str, Any]]], str],
+    paper: dict[str, dict[int, float]] | None = None,
+) -> list[str]:
+    """A row per speed, a column per variant (``cell`` of its rows at that speed), after
+    the ``paper``'s columns (kbit/s by integer speed) when given."""
+    speeds = sorted({r["speed"] for r in rows})
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    paper = paper or {}
+    head = [*paper, *(f"ours: {v}" if paper else v for v in variants)]
+    md = ["| speed m/s | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for s in speeds:
+        theirs = [out.cell(t.get(int(s)) if s == int(s) else None, ".1f") for t in paper.values()]
+        mine = [cell([r for r in rows if r["variant"] == v and r["speed"] == s]) for v in variants]
+        md.append(f"| {s:g} | " + " | ".join(theirs + mine) + " |")
+    return [*md, ""]
+
+
+def _pages(rs: list[dict[str, Any]]) -> str:
+    if not rs:
+        return "-"
+    r = rs[0]
+    return f"{out.cell(r['service_mean_s'], '.2f')} ({r['pages_completed']}/{r['pages_failed']})"
+
+
 def papers_markdown(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> list[str]:
     """The papers' figures beside ours (a section of the report's README)."""
     if not bulk and not http:
@@ -154,31 +181,19 @@ def papers_markdown(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> l
         ours = [r for r in bulk if r["flows"] == flows]
         if not ours:
             continue
-        speeds = sorted({r["speed"] for r in ours})
-        variants = list(dict.fromkeys(r["variant"] for r in ours))
         md += [
             f"TCP goodput, {flows} flow{'s' if flows > 1 else ''} (kbit/s): Anantharaman et "
-            f"al. Tables I and II ({flows} connection{'s' if flows > 1 else ''}; ns-2, DSR, 100 nodes in 1000 x 1000 m, "
+            f"al. Tables I and II ({flows} connection{'s' if flows > 1 else ''}; ns-2, DSR, "
+            "100 nodes in 1000 x 1000 m, "
             "2 Mbit/s 802.11) beside ours (means over seeds). The paper's absolute figures "
             "come from another simulator and area; compare the trend with speed and the "
             "ratios between rows.",
             "",
-            "| speed m/s | " + " | ".join([*table, *(f"ours: {v}" for v in variants)]) + " |",
-            "|---|" + "---|" * (len(table) + len(variants)),
         ]
-        for s in speeds:
-            paper = [
-                out.cell(t.get(int(s)) if s == int(s) else None, ".1f") for t in table.values()
-            ]
-            mine = []
-            for v in variants:
-                r = next((r for r in ours if r["variant"] == v and r["speed"] == s), None)
-                mine.append(out.cell(r["goodput_kbps"] if r else None, ".1f"))
-            md.append(f"| {s:g} | " + " | ".join(paper + mine) + " |")
-        md.append("")
+        md += _speed_table(
+            ours, lambda rs: out.cell(rs[0]["goodput_kbps"] if rs else None, ".1f"), table
+        )
     if bulk:
-        speeds = sorted({r["speed"] for r in bulk})
-        variants = list(dict.fromkeys(r["variant"] for r in bulk))
         md += [
             "Measured / expected throughput (eq. 3.1). Holland & Vaidya (section 4, Fig. 3(a) "
             "and Fig. 4, 50 patterns of rwp-30, TCP-Reno over DSR) print no mean ratio in "
@@ -188,19 +203,12 @@ def papers_markdown(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> l
             "30 m/s; with ELFN the points move closer to the diagonal (section 6, Fig. 11). "
             "Ours, mean of the runs' ratios:",
             "",
-            "| speed m/s | " + " | ".join(variants) + " |",
-            "|---|" + "---|" * len(variants),
         ]
-        for s in speeds:
-            cells = []
-            for v in variants:
-                rs = [r for r in bulk if r["variant"] == v and r["speed"] == s]
-                cells.append(out.cell(out.mean(r["measured_over_expected"] for r in rs), ".2f"))
-            md.append(f"| {s:g} | " + " | ".join(cells) + " |")
-        md.append("")
+        md += _speed_table(
+            bulk,
+            lambda rs: out.cell(out.mean(r["measured_over_expected"] for r in rs), ".2f"),
+        )
     if http:
-        speeds = sorted({r["speed"] for r in http})
-        variants = list(dict.fromkeys(r["variant"] for r in http))
         md += [
             "HTTP page service time. Dyer & Boppana (section III: 50 nodes, 1000 x 1000 m, "
             "speeds uniform 0-20 m/s, 10 clients and 3 servers, think time truncated at 15 s, "
@@ -211,19 +219,6 @@ def papers_markdown(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> l
             "with CBR background traffic, AODV's by 6 % (Figs. 6, 7). Ours, mean page "
             "service time in s (pages done / failed over all seeds):",
             "",
-            "| speed m/s | " + " | ".join(variants) + " |",
-            "|---|" + "---|" * len(variants),
         ]
-        for s in speeds:
-            cells = []
-            for v in variants:
-                r = next((r for r in http if r["variant"] == v and r["speed"] == s), None)
-                cells.append(
-                    "-"
-                    if r is None
-                    else f"{out.cell(r['service_mean_s'], '.2f')} "
-                    f"({r['pages_completed']}/{r['pages_failed']})"
-                )
-            md.append(f"| {s:g} | " + " | ".join(cells) + " |")
-        md.append("")
+        md += _speed_table(http, _pages)
     return md
