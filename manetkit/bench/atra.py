@@ -240,13 +240,7 @@ def plot(
 ) -> Path | None:
     """Mean goodput per variant against speed; with ``runs``, a second panel with every
     run's goodput per (speed, seed), variants side by side (how much the seeds differ)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
+    plt = report.pyplot()
     variants = list(dict.fromkeys(r["variant"] for r in summary))
     fig, axes = plt.subplots(1, 2 if runs else 1, figsize=(11 if runs else 6, 4), squeeze=False)
     ax = axes[0][0]
@@ -273,10 +267,7 @@ def plot(
         ax.set_ylabel("TCP goodput (kbit/s)")
         ax.set_title("every run")
         ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, path, dpi=120)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -207,11 +207,7 @@ def measure(
 
 
 def plot(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = report.pyplot()
     hops = result["hops"]
     mbps = [t / 1e6 for t in result["throughput_bps"]]
     t1 = mbps[0]
@@ -226,9 +222,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set_xticks(hops)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path, dpi=120)
 
 
 def print_table(result: dict) -> None:

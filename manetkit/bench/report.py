@@ -2,6 +2,8 @@
 
 Every benchmark module ends with :func:`write` (``<out>/<name>.json``, pretty-printed) and
 prints its tables through :data:`console` (whole cells when piped, :mod:`manetkit.console`).
+Plots (benchmarks and ``manetkit experiment report``) start from :func:`pyplot` and end
+with :func:`save_figure`.
 """
 
 from __future__ import annotations
@@ -47,3 +49,23 @@ def mean(xs: Iterable[float | None]) -> float | None:
 def cell(x: float | None, fmt: str) -> str:
     """A table cell: ``x`` formatted, ``-`` when it was not measured."""
     return "-" if x is None else format(x, fmt)
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend: files only, no display needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
+    """Every plot ends the same way: laid out, written, closed (pyplot keeps figures)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

@@ -314,13 +314,7 @@ def plot(runs: list[dict], variants: list[str], path: Path, title: str = "") -> 
     """Per traffic pattern: TCP throughput and control packets per delivered data
     packet of every run, seeds on the x axis, one bar per variant (None without
     matplotlib)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
+    plt = report.pyplot()
     traffics = list(dict.fromkeys(r["traffic"] for r in runs))
     fig, axes = plt.subplots(2, len(traffics), figsize=(4 + 3 * len(traffics), 6), squeeze=False)
     width = 0.8 / max(1, len(variants))
@@ -344,10 +338,7 @@ def plot(runs: list[dict], variants: list[str], path: Path, title: str = "") -> 
             if row == 0:
                 ax.set_title(f"{traffic}{': ' + title if title else ''}")
     axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, path)
 
 
 def run(args: argparse.Namespace) -> int:

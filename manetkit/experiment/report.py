@@ -259,30 +259,13 @@ def code_markdown(docs: list[dict[str, Any]]) -> list[str]:
 # --- plots -----------------------------------------------------------------------------
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _slug(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() or c in "-_" else "_" for c in p) for p in parts)
 
 
-def _save(plt: Any, fig: Any, path: Path) -> Path:
-    """Every report plot ends the same way: laid out, written at 110 dpi, closed."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def plot_goodput(rows: list[dict], dest: Path) -> list[Path]:
     """Goodput vs speed, a line per variant, one PNG per (scenario, traffic)."""
-    plt = _pyplot()
+    plt = out.pyplot()
     made = []
     for scen, traffic in dict.fromkeys((r["scenario"], r["traffic"]) for r in rows):
         sel = [r for r in rows if (r["scenario"], r["traffic"]) == (scen, traffic)]
@@ -301,13 +284,13 @@ def plot_goodput(rows: list[dict], dest: Path) -> list[Path]:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend()
-        made.append(_save(plt, fig, dest / f"goodput-{_slug(scen, traffic)}.png"))
+        made.append(out.save_figure(fig, dest / f"goodput-{_slug(scen, traffic)}.png"))
     return made
 
 
 def plot_expected(docs: list[dict[str, Any]], dest: Path) -> list[Path]:
     """Measured vs expected per flow and run (Holland & Vaidya Fig. 4)."""
-    plt = _pyplot()
+    plt = out.pyplot()
     made = []
     pts: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
     for d in docs:
@@ -332,13 +315,13 @@ def plot_expected(docs: list[dict[str, Any]], dest: Path) -> list[Path]:
         ax.set_title(f"{scen}, {traffic}: measured vs expected")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-        made.append(_save(plt, fig, dest / f"expected-{_slug(scen, traffic)}.png"))
+        made.append(out.save_figure(fig, dest / f"expected-{_slug(scen, traffic)}.png"))
     return made
 
 
 def plot_http(rows: list[dict], dest: Path) -> list[Path]:
     """Mean page service time, a bar per variant at each speed."""
-    plt = _pyplot()
+    plt = out.pyplot()
     made = []
     for scen, traffic in dict.fromkeys((r["scenario"], r["traffic"]) for r in rows):
         sel = [r for r in rows if (r["scenario"], r["traffic"]) == (scen, traffic)]
@@ -359,7 +342,7 @@ def plot_http(rows: list[dict], dest: Path) -> list[Path]:
         ax.set_title(f"{scen}, {traffic}: HTTP page service time")
         ax.grid(axis="y", alpha=0.3)
         ax.legend()
-        made.append(_save(plt, fig, dest / f"http-{_slug(scen, traffic)}.png"))
+        made.append(out.save_figure(fig, dest / f"http-{_slug(scen, traffic)}.png"))
     return made
 
 
