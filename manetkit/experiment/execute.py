@@ -22,6 +22,7 @@ from typing import Any
 from manetkit import paths, procs
 from manetkit.experiment import bulk, metrics, peercount, web, wrk
 from manetkit.experiment.spec import (
+    MANETKIT_STACKS,
     PEER_STACKS,
     Bulk,
     Http,
@@ -38,7 +39,6 @@ from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address
 
-MANETKIT_STACKS = ("dsr", "aodv", "smr")
 UP_TIMEOUT_S = 180.0
 
 

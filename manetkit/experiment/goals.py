@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from manetkit.bench import report as out
+from manetkit.experiment.spec import MANETKIT_STACKS as MANETKIT
+from manetkit.experiment.spec import PEER_STACKS as PEERS
 
-MANETKIT = ("dsr", "aodv", "smr")
-PEERS = ("babeld", "batmand")
 GOODPUT_RATIO = 1.3  # issue 10: best manetkit >= 1.3x the better peer
 EXPECTED_FRACTION = 0.8  # issue 10: >= 80 % of expected at 20 m/s
 HTTP_REDUCTION = 0.3  # issue 10: service time >= 30 % lower than babeld's

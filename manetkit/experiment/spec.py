@@ -27,6 +27,7 @@ from pydantic import (
 
 from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.errors import UserError
+from manetkit.lab.peers import PEER_STACKS
 from manetkit.lab.scenario import (
     SHIPPED_SCENARIOS,
     RandomWaypointMobility,
@@ -36,8 +37,8 @@ from manetkit.lab.scenario import (
 
 # Stacks an experiment may name. babeld and batmand are the peers of issue 10 (real
 # daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
-STACKS = ("dsr", "aodv", "smr", "babeld", "batmand", "none")
-PEER_STACKS = ("babeld", "batmand")
+MANETKIT_STACKS = ("dsr", "aodv", "smr")
+STACKS = (*MANETKIT_STACKS, *PEER_STACKS, "none")
 PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
 # ELFN and BuS need the routing daemon's route events: the peers have none (issue 10).
 EVENT_PROXIES = ("elfn", "bus")
