@@ -31,6 +31,8 @@ from manetkit.experiment.spec import (
     Wrk,
     bulk_pairs,
     http_pairs,
+    lab_stack,
+    stack_overrides,
     throughput_table,
 )
 from manetkit.jsonlines import request
@@ -43,9 +45,11 @@ UP_TIMEOUT_S = 180.0
 
 
 def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
-    """The ``lab up --set`` of a run: the spec's ``set:`` and the run's axes."""
+    """The ``lab up --set`` of a run: the spec's ``set:`` and the run's axes; a peer
+    stack variant (``babeld-mobile``) is its lab stack and its profile."""
     out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spec.set.items()}
-    out.update({"stack": run.stack, "proxy": run.proxy, "seed": str(run.seed)})
+    out.update(stack_overrides(run.stack))
+    out.update({"stack": lab_stack(run.stack), "proxy": run.proxy, "seed": str(run.seed)})
     sc = load_scenario(spec.scenario_path(run.scenario), out)
     if isinstance(sc.mobility, RandomWaypointMobility):
         out["mobility.speed"] = f"{run.speed:g}"
@@ -122,6 +126,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     overrides = overrides_for(spec, run)
     n = load_scenario(scen_path, overrides).nodes
     duration = spec.traffic_duration(traffic)
+    stack = lab_stack(run.stack)
     lab = f"mkx{os.getpid() % 100000}"
     work.mkdir(parents=True, exist_ok=True)
     started: list[subprocess.Popen[Any]] = []
@@ -143,7 +148,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         t_up = time.monotonic()
         nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
-        if run.stack in PEER_STACKS:
+        if stack in PEER_STACKS:
             peercount.install(lab, n)
         # The traffic starts warmup_s of *medium* time after the medium started, so at
         # one seed and speed every stack's window sees the same movement, however long
@@ -151,7 +156,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         start = medium_start(lab) + spec.warmup_s
         doc["late_s"] = round(max(0.0, time.time() - start), 2)
         time.sleep(max(0.0, start - time.time()))
-        c0 = _control(lab, n, run.stack)
+        c0 = _control(lab, n, stack)
         if isinstance(traffic, Bulk):
             pairs = bulk_pairs(traffic, run.seed, n)
             flows = bulk.start_servers(lab, pairs, work)
@@ -162,7 +167,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         else:
             pairs = [(traffic.client, traffic.server)]
             w0, w1, doc["wrk"] = _wrk(lab, run, traffic, duration, work, started)
-        c1 = _control(lab, n, run.stack)
+        c1 = _control(lab, n, stack)
         events = read_log(paths.ground_truth_log(lab))
     finally:
         bulk.stop(flows)
@@ -174,10 +179,10 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     table = throughput_table(spec)
     gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
     doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}
-    doc["control"] = _overhead(run.stack, c0, c1)
+    doc["control"] = _overhead(stack, c0, c1)
     doc["route_discovery"] = (
         metrics.discovery_latency(c0, c1)
-        if run.stack in MANETKIT_STACKS and c0 is not None and c1 is not None
+        if stack in MANETKIT_STACKS and c0 is not None and c1 is not None
         else None  # proactive peers: routes are there before they are asked for
     )
     if isinstance(traffic, Bulk):

@@ -382,7 +382,8 @@ def make_report(results: Path) -> Path:
     if w:
         out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
-    md += goals.goals_markdown(goals.goals(b, h)) + goals.papers_markdown(b, h)
+    variants = [r["variant"] for r in b + h]
+    md += goals.goals_markdown(goals.goals(b, h), variants) + goals.papers_markdown(b, h)
     late = [(d["run"], d["late_s"]) for d in docs if (d.get("late_s") or 0) > 0]
     if late:
         md += ["## Runs whose traffic started late", "",

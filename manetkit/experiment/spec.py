@@ -5,7 +5,9 @@ bad values with the field's path and the reason (``manetkit.configfile``); check
 the scenarios (node names in ``pairs``, a speed for a static scenario, enough nodes for the
 flows) are made at load too, naming the field. Whether a stack is *built* (``babeld``,
 ``batmand`` come with the lab's peer stacks) is checked by :func:`check_stacks_built`
-when a matrix starts, against the lab scenario's own stack list.
+when a matrix starts, against the lab scenario's own stack list. A peer stack variant
+(``babeld-mobile``, ``batmand-mobile``: :data:`STACK_VARIANTS`) is the peer with that
+profile, so one matrix holds a peer at each of its profiles side by side.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pydantic import (
 
 from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.errors import UserError
-from manetkit.lab.peers import PEER_STACKS
+from manetkit.lab.peers import PEER_STACKS, BabeldSettings, BatmandSettings
 from manetkit.lab.scenario import (
     SHIPPED_SCENARIOS,
     RandomWaypointMobility,
@@ -38,14 +40,41 @@ from manetkit.lab.scenario import (
 # Stacks an experiment may name. babeld and batmand are the peers of issue 10 (real
 # daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
 MANETKIT_STACKS = ("dsr", "aodv", "smr")
-STACKS = (*MANETKIT_STACKS, *PEER_STACKS, "none")
+PEER_SETTINGS: dict[str, type[BaseModel]] = {"babeld": BabeldSettings, "batmand": BatmandSettings}
+# Peer stack variants: a peer with one of its profiles (``babeld-mobile`` = the lab's
+# ``stack: babeld`` with ``babeld.profile: mobile``), so one spec runs a peer at both its
+# profiles side by side; the bare name runs the profile of ``set:`` (the peer's default
+# unless ``set:`` says otherwise).
+STACK_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
+    f"{peer}-{profile}": (peer, {f"{peer}.profile": profile})
+    for peer in PEER_STACKS
+    for profile in get_args(PEER_SETTINGS[peer].model_fields["profile"].annotation)
+    if profile != "default"
+}
+STACKS = (*MANETKIT_STACKS, *PEER_STACKS, *STACK_VARIANTS, "none")
 PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
 # ELFN and BuS need the routing daemon's route events: the peers have none (issue 10).
 EVENT_PROXIES = ("elfn", "bus")
 TRAFFIC_TAGS = ("bulk", "http", "wrk")
+
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
 Pair = tuple[str, str]
+
+
+def lab_stack(stack: str) -> str:
+    """The lab's stack of a spec stack: ``babeld-mobile`` -> ``babeld``; others as named."""
+    return STACK_VARIANTS[stack][0] if stack in STACK_VARIANTS else stack
+
+
+def stack_overrides(stack: str) -> dict[str, str]:
+    """The ``lab up --set`` a spec stack adds: a variant's profile (empty for the others)."""
+    return dict(STACK_VARIANTS[stack][1]) if stack in STACK_VARIANTS else {}
+
+
+def is_peer(stack: str) -> bool:
+    """babeld, batmand, or one of their variants."""
+    return lab_stack(stack) in PEER_STACKS
 
 
 class _Strict(BaseModel):
@@ -235,17 +264,26 @@ class Spec(_Strict):
 
     @field_validator("set")
     @classmethod
-    def _not_matrix_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _not_matrix_keys(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         for key in v:
             if key in ("stack", "proxy", "seed", "mobility.speed"):
                 raise ValueError(f"{key}: is a matrix axis (stacks/proxies/seeds/speeds)")
+        # A variant's profile would be overridden for it but not for the bare peer: the
+        # two columns would not be the profiles their names say.
+        for stack in info.data.get("stacks") or []:
+            for key in stack_overrides(stack):
+                if key in v:
+                    raise ValueError(
+                        f"{key}: stack {stack} sets it; with {stack} in stacks the bare "
+                        f"{lab_stack(stack)} runs its default profile (leave {key} out)"
+                    )
         return v
 
     @field_validator("proxies")
     @classmethod
     def _some_run(cls, v: list[str], info: ValidationInfo) -> list[str]:
         stacks = info.data.get("stacks") or []
-        if stacks and all(s in PEER_STACKS for s in stacks) and all(p in EVENT_PROXIES for p in v):
+        if stacks and all(is_peer(s) for s in stacks) and all(p in EVENT_PROXIES for p in v):
             raise ValueError(
                 "elfn and bus need the route events the peer stacks (babeld, batmand) do "
                 "not give: this matrix has no run (add plain or fixed-rto)"
@@ -290,8 +328,8 @@ class Spec(_Strict):
         """Every run of the matrix, in the order they are made: seed, then speed outermost,
         so a partly done matrix already compares every stack at every speed for its first
         seeds; a traffic with ``stacks:`` runs on those stacks only. A peer
-        stack (babeld, batmand) is not run with an elfn or bus proxy: those act on the
-        manetkit daemon's route events, which the peers do not give."""
+        stack (babeld, batmand and their variants) is not run with an elfn or bus proxy:
+        those act on the manetkit daemon's route events, which the peers do not give."""
         out = []
         for scen in self.scenarios:
             for seed in self.seeds:
@@ -301,7 +339,7 @@ class Spec(_Strict):
                             if traffic.stacks is not None and stack not in traffic.stacks:
                                 continue  # this traffic runs on some stacks only
                             for proxy in self.proxies:
-                                if stack in PEER_STACKS and proxy in EVENT_PROXIES:
+                                if is_peer(stack) and proxy in EVENT_PROXIES:
                                     continue  # no route events to act on (issue 10)
                                 out.append(Run(scen, stack, proxy, speed, seed, traffic.label()))
         return out
@@ -406,7 +444,7 @@ def check_stacks_built(spec: Spec) -> None:
     """Refuse, before anything runs, a stack the lab does not build (yet): the scenario
     model's own ``stack`` list is the truth (``lab up --stack``)."""
     built = get_args(Scenario.model_fields["stack"].annotation)
-    missing = [s for s in spec.stacks if s not in built]
+    missing = [s for s in spec.stacks if lab_stack(s) not in built]
     if missing:
         raise UserError(
             f"stacks: {', '.join(missing)} not built in this checkout's lab "

@@ -59,3 +59,26 @@ def test_the_markdown_has_the_goals_and_the_papers_tables():
     assert "694 kbit/s" in papers  # Holland & Vaidya section 5.1
     assert "| 10 | 2.00 (10/1) | 1.00 (10/1) | 2.00 (10/1) | 0.50 (10/1) |" in papers
     assert goals.goals_markdown([]) == [] and goals.papers_markdown([], []) == []
+
+
+def test_each_peer_counts_at_its_best_profile():
+    rows = [
+        bulk("aodv", 10, 800.0), bulk("babeld", 10, 700.0), bulk("babeld-mobile", 10, 500.0),
+        bulk("batmand", 10, 300.0), bulk("batmand-mobile", 10, 400.0),
+        bulk("dsr", 20, 900.0), bulk("babeld", 20, 300.0), bulk("babeld-mobile", 20, 100.0),
+        bulk("batmand", 20, 500.0), bulk("batmand-mobile", 20, 600.0),
+    ]  # fmt: skip
+    web = [http("dsr", 10, 1.5), http("babeld", 10, 2.0), http("babeld-mobile", 10, 3.0),
+           http("batmand-mobile", 10, 1.0)]  # fmt: skip
+    found = {(g["goal"][:4], g["speed"]): g for g in goals.goals(rows, web)}
+    g = found[("TCP ", 10)]  # babeld's default beats its mobile profile and batmand's
+    assert g["theirs"] == "babeld 700 kbit/s" and g["measured"] == "1.14x"
+    g = found[("TCP ", 20)]  # batmand's mobile profile is its best
+    assert g["theirs"] == "batmand-mobile 600 kbit/s" and g["measured"] == "1.50x"
+    g = found[("HTTP", 10)]  # babeld's best profile, never batmand
+    assert g["theirs"] == "babeld 2.00 s" and g["measured"] == "+25%"
+    assert goals.stack_of("babeld-mobile+plain") == "babeld"
+    md = " ".join(goals.goals_markdown(goals.goals(rows, web), [r["variant"] for r in rows]))
+    assert "best profile: babeld-mobile, batmand-mobile ran beside" in md
+    plain = " ".join(goals.goals_markdown(goals.goals(ROWS_BULK, ROWS_HTTP), ["babeld"]))
+    assert "best profile" not in plain  # no variants: the text of the earlier reports

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from manetkit.errors import UserError
+from manetkit.experiment import execute
 from manetkit.experiment import spec as S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,3 +142,35 @@ def test_the_results_specs_load():
 def test_runs_go_seed_by_seed_so_a_partial_matrix_has_every_speed():
     sp = S.spec_from_dict(base(scenarios=["rwp-30"], speeds=[10, 20], seeds=[1, 2]))
     assert [(r.seed, r.speed) for r in sp.runs()] == [(1, 10), (1, 20), (2, 10), (2, 20)]
+
+
+def test_peer_profile_variants_run_beside_the_bare_peers():
+    sp = S.spec_from_dict(base(
+        scenarios=["rwp-30"], speeds=[10], proxies=["none", "elfn"],
+        stacks=["dsr", "babeld", "babeld-mobile", "batmand", "batmand-mobile"],
+    ))  # fmt: skip
+    runs = sp.runs()
+    # peers (variants too) get no elfn run; the names keep the variant
+    assert [r.name for r in runs if r.proxy == "none"] == [
+        f"rwp-30_{s}_none_v10_s1_bulk1"
+        for s in ("dsr", "babeld", "babeld-mobile", "batmand", "batmand-mobile")
+    ]
+    assert [r.stack for r in runs if r.proxy == "elfn"] == ["dsr"]
+    by = {r.stack: execute.overrides_for(sp, r) for r in runs if r.proxy == "none"}
+    assert by["babeld-mobile"]["stack"] == "babeld"
+    assert by["babeld-mobile"]["babeld.profile"] == "mobile"
+    assert "babeld.profile" not in by["babeld"]  # the bare peer: its default profile
+    assert by["batmand-mobile"] == {**by["batmand"], "batmand.profile": "mobile"}
+    assert S.is_peer("batmand-mobile") and not S.is_peer("dsr")
+    assert S.lab_stack("babeld-mobile") == "babeld" and S.lab_stack("aodv") == "aodv"
+
+
+def test_a_variant_checks_its_lab_stack_and_owns_its_profile():
+    built = S.Scenario.model_fields["stack"].annotation.__args__
+    if "babeld" in built:
+        S.check_stacks_built(S.spec_from_dict(base(stacks=["dsr", "babeld-mobile"])))
+    msg = refused(base(stacks=["babeld", "babeld-mobile"], set={"babeld.profile": "mobile"}))
+    assert "set: babeld.profile: stack babeld-mobile sets it" in " ".join(msg.split()), msg
+    # a profile set for the other peer is fine; a variant with elfn only runs nothing
+    S.spec_from_dict(base(stacks=["babeld-mobile"], set={"batmand.profile": "mobile"}))
+    assert "no run" in refused(base(stacks=["batmand-mobile"], proxies=["elfn"]))
