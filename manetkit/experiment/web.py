@@ -6,7 +6,8 @@ made by :func:`build_site`: ``pages`` HTML pages, each embedding a random number
 objects of random sizes, drawn from a seed, so every stack at that seed serves the same
 site. Each client node runs :mod:`manetkit.experiment.webclient`: fetch a page, then its
 objects one after another; think uniform in ``think_s`` (0-15 s, the paper's truncation);
-repeat until the window ends.
+repeat until the window ends. A connect that fails for lack of a route is tried again
+within the page's timeout (``connect_retries`` per pair), as a bulk sender is restarted.
 
 The sizes: page HTML lognormal around 6 KB, 0..10 objects (geometric, mean 3) of
 lognormal size around 8 KB, each capped at 100 KB. The paper does not give its
@@ -93,13 +94,14 @@ def start_client(
         "manetkit.experiment.webclient", "--url", f"http://{node_address(server)}:{port}",
         "--duration", f"{duration:g}", "--think", f"{think[0]:g},{think[1]:g}",
         "--timeout", f"{timeout:g}", "--pages", str(pages), "--seed", str(seed),
-        "--client-id", client, "--out", str(out),
+        "--client-id", client, "--out", str(out), "--retry-no-route",
     ]  # fmt: skip
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def pair_result(client: str, server: str, out: Path) -> dict[str, Any]:
-    """One client's pages summarised: completed, failed, service times (s)."""
+    """One client's pages summarised: completed, failed, service times (s), connects
+    tried again for lack of a route (0 in pages of a client without the retry)."""
     try:
         pages = json.loads(out.read_text())["pages"]
     except (OSError, ValueError, KeyError):
@@ -114,6 +116,7 @@ def pair_result(client: str, server: str, out: Path) -> dict[str, Any]:
         "pages_cut": sum(1 for p in pages if p.get("cut")),
         "service_s": summary(done),
         "bytes": sum(p["bytes"] for p in pages if p["ok"]),
+        "connect_retries": sum(p.get("connect_retries", 0) for p in pages),
         "errors": sorted({p["error"] for p in failed if p.get("error")})[:5],
         "pages": pages,
     }
