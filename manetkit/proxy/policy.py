@@ -145,6 +145,11 @@ class Policy:
         """False for plain and fixed-rto: route events change nothing."""
         return self.cfg.mode in ("elfn", "bus")
 
+    @property
+    def outage(self) -> bool:
+        """Frozen by a route event (route-down, erdn) and not resumed since."""
+        return self._outage
+
     # --- inputs ---------------------------------------------------------------------------
 
     def route_event(self, now: float, ev: events.Event, leg: Leg) -> None:

@@ -78,15 +78,17 @@ class Relay:
         self.app_write_blocked = False
         self.mesh_write_blocked = False
         self.timer: asyncio.TimerHandle | None = None
-        self.connecting = False
-        self.dial_task: asyncio.Task[None] | None = None
-        self._dial_gen = 0  # which dial owns `connecting` (a redial supersedes one)
+        self.dials: set[asyncio.Task[None]] = set()  # leg connects under way (at most 2)
         self.reconnect_delay = RECONNECT_MIN
         self.bytes_from_app = 0
         self.bytes_to_app = 0
         self.started = time.time()
         self.closed = False
         self.last_tcp_info: modes.TcpInfo | None = None
+
+    @property
+    def connecting(self) -> bool:
+        return bool(self.dials)
 
     # --- identification -------------------------------------------------------------
 
@@ -392,50 +394,68 @@ class Relay:
     def dial(self) -> None:
         """Start a leg connection (if none is up or under way)."""
         if not (self.connecting or self.closed or self.mesh is not None):
-            self.dial_task = self.loop.create_task(self.connect_leg())
+            self._start_dial()
+
+    def _start_dial(self) -> None:
+        task = self.loop.create_task(self.connect_leg())
+        self.dials.add(task)
+        task.add_done_callback(self.dials.discard)
 
     def redial(self) -> None:
-        """The route is back while the leg is gone: dial now. A dial under way may wait
-        on a SYN that went out while there was no route (the kernel resends it after
-        1 s, then the attempt times out): a fresh SYN takes the new route at once."""
+        """The route is back while the leg is gone: dial again now, beside the dial under
+        way (if any), and keep whichever connects first. The SYN of a dial made during the
+        outage usually waits in the daemon's send buffer (DSR and AODV hold packets while
+        they look for a route and release them in order at route-up), so that dial
+        connects at once; cancelling it, as before, left its SYN to go out first anyway
+        and cost a SYN-ACK and a RST ahead of the fresh SYN. If its SYN is gone (dropped,
+        expired, or lost on the broken route), the kernel would resend it only after its
+        back-off (1, 2, 4 ... s): the fresh dial covers that case."""
         if self.closed or self.mesh is not None or self.session.role is not Role.INITIATOR:
             return
-        if self.connecting and self.dial_task is not None:
-            self.dial_task.cancel()
-            self.connecting = False
-        self.dial()
+        if len(self.dials) < 2:
+            self._start_dial()
+
+    def _dial_timeout(self) -> float | None:
+        """None during an outage that a route event reported: the dial's SYN then waits in
+        the daemon's send buffer for the route, and a dial abandoned on a timeout would
+        leave it there to be released at route-up ahead of the next dial's (ELFN's probe
+        is the policy's discovery request, not a new SYN). Otherwise a dial that is not
+        answered within the probe interval (at least 1 s) is retried."""
+        if self.policy.outage:
+            return None
+        rtt = self.last_tcp_info.rtt_ms if self.last_tcp_info else None
+        return max(1.0, pol.probe_interval(self.policy.cfg, rtt))
 
     async def connect_leg(self) -> None:
-        if self.connecting or self.closed or self.mesh is not None:
+        if self.closed or self.mesh is not None:
             return
-        self.connecting = True
-        self._dial_gen += 1
-        gen = self._dial_gen
         cfg = self.proxy.cfg
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
             intercept.mark(sock, cfg.own_mark)
             modes.apply_leg_options(sock, self.mode, cfg)
-            rtt = self.last_tcp_info.rtt_ms if self.last_tcp_info else None
-            timeout = max(1.0, pol.probe_interval(self.policy.cfg, rtt))
             await asyncio.wait_for(
-                self.loop.sock_connect(sock, (str(self.peer), cfg.peer_port)), timeout
+                self.loop.sock_connect(sock, (str(self.peer), cfg.peer_port)),
+                self._dial_timeout(),
             )
         except asyncio.CancelledError:
             sock.close()
-            return  # superseded by redial(), which owns `connecting` now
+            return  # another dial connected first, or the session ended
         except (TimeoutError, OSError) as exc:
             sock.close()
-            if gen == self._dial_gen:
-                self.connecting = False
-                log.debug("session %s: leg connect failed: %r", self.session.sid_hex[:8], exc)
+            log.debug("session %s: leg connect failed: %r", self.session.sid_hex[:8], exc)
+            self.dials.discard(asyncio.current_task())  # type: ignore[arg-type]
+            if not self.dials:
                 self.schedule_reconnect()
             return
-        if gen != self._dial_gen or self.closed:
-            sock.close()  # superseded meanwhile, or the session ended
+        if self.closed or self.mesh is not None:
+            sock.close()
             return
-        self.connecting = False
+        me = asyncio.current_task()
+        for other in list(self.dials):
+            if other is not me:
+                other.cancel()
         side = Side(self, "mesh", on_made=self._leg_made)
         await self.loop.connect_accepted_socket(lambda: side, sock)
 

@@ -7,12 +7,15 @@ from ipaddress import IPv4Address, ip_address
 
 import pytest
 
+from manetkit import events
+from manetkit.proxy import policy as pol
 from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.relay import Relay
 from manetkit.proxy.session import Session, State
 from tests.proxy.sim import tokens
 
 PEER = IPv4Address("10.42.0.4")
+DST = str(PEER)
 
 
 class Host:
@@ -26,38 +29,121 @@ class Host:
     def forget(self, relay: Relay) -> None: ...
 
 
-def test_redial_supersedes_a_dial_stuck_on_a_syn_sent_into_no_route(
+def _stub_connects(
+    monkeypatch: pytest.MonkeyPatch, loop: asyncio.AbstractEventLoop
+) -> tuple[list[asyncio.Future[None]], list[object]]:
+    """Every connect waits on a gate the test opens; an accepted socket is only recorded."""
+    gates: list[asyncio.Future[None]] = []
+    accepted: list[object] = []
+
+    async def gated_connect(sock: object, addr: object) -> None:
+        fut: asyncio.Future[None] = loop.create_future()
+        gates.append(fut)
+        await fut
+
+    async def record_accept(factory: object, sock: object) -> None:
+        accepted.append(sock)
+
+    monkeypatch.setattr(loop, "sock_connect", gated_connect)
+    monkeypatch.setattr(loop, "connect_accepted_socket", record_accept)
+    return gates, accepted
+
+
+def _relay(loop: asyncio.AbstractEventLoop) -> Relay:
+    s = Session.initiate(loop.time(), (ip_address(str(PEER)), 80), "elfn", token_bytes=tokens())
+    relay = Relay(Host(loop), s, PEER)  # type: ignore[arg-type]
+    assert s.state is State.RESUMING
+    return relay
+
+
+async def _settle() -> None:
+    """Let every ready task run (a cancelled wait_for takes a few loop turns)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_redial_dials_beside_the_dial_under_way_and_the_first_to_connect_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Route-up while a dial waits: its SYN is usually in the daemon's send buffer and goes
+    out first, so it is kept; a fresh dial beside it covers a SYN that is gone."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        gates, accepted = _stub_connects(monkeypatch, loop)
+        relay = _relay(loop)
+        relay.dial()
+        relay.dial()  # one dial at a time
+        await _settle()
+        assert len(gates) == 1 and relay.connecting
+        relay.redial()  # route-up: a fresh SYN beside the waiting one
+        relay.redial()  # at most two
+        await _settle()
+        assert len(gates) == 2 and len(relay.dials) == 2
+        gates[0].set_result(None)  # the buffered SYN's dial connects first
+        await _settle()
+        assert len(accepted) == 1
+        assert gates[1].cancelled()  # the fresh dial was given up
+        assert not relay.dials
+        relay.closed = True
+
+    asyncio.run(main())
+
+
+def test_the_fresh_dial_wins_when_the_old_syn_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        gates, accepted = _stub_connects(monkeypatch, loop)
+        relay = _relay(loop)
+        relay.dial()
+        await _settle()
+        relay.redial()
+        await _settle()
+        gates[1].set_result(None)
+        await _settle()
+        assert len(accepted) == 1 and gates[0].cancelled() and not relay.dials
+        relay.closed = True
+
+    asyncio.run(main())
+
+
+def test_a_failed_dial_beside_another_does_not_schedule_a_third(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        gates: list[asyncio.Future[None]] = []
-
-        async def stuck_connect(sock: object, addr: object) -> None:
-            fut: asyncio.Future[None] = loop.create_future()
-            gates.append(fut)
-            await fut
-
-        monkeypatch.setattr(loop, "sock_connect", stuck_connect)
-        s = Session.initiate(loop.time(), (ip_address(str(PEER)), 80), "elfn",
-                             token_bytes=tokens())  # fmt: skip
-        relay = Relay(Host(loop), s, PEER)  # type: ignore[arg-type]
-        assert s.state is State.RESUMING
+        gates, accepted = _stub_connects(monkeypatch, loop)
+        relay = _relay(loop)
         relay.dial()
-        await asyncio.sleep(0)
-        first = relay.dial_task
-        relay.dial()  # one dial at a time
-        await asyncio.sleep(0)
-        assert len(gates) == 1 and relay.dial_task is first and relay.connecting
-        relay.redial()  # route-up: a fresh SYN now
-        assert first is not None
-        await asyncio.wait([first], timeout=2)
-        assert first.done()
-        assert len(gates) == 2 and relay.dial_task is not first
-        assert relay.connecting  # owned by the new dial, not cleared by the old one's end
+        await _settle()
+        relay.redial()
+        await _settle()
+        gates[0].set_exception(ConnectionRefusedError())
+        await _settle()
+        assert len(relay.dials) == 1 and relay.connecting  # the other one still waits
+        gates[1].set_exception(ConnectionRefusedError())
+        await _settle()
+        assert not relay.dials  # now a reconnect is scheduled (RECONNECT_MIN later)
         relay.closed = True
-        assert relay.dial_task is not None
-        relay.dial_task.cancel()
-        await asyncio.gather(relay.dial_task, return_exceptions=True)
+
+    asyncio.run(main())
+
+
+def test_a_dial_during_a_reported_outage_waits_for_the_route_without_timeout() -> None:
+    """A dial given up on a timeout would leave its SYN in the daemon's send buffer, to be
+    released at route-up ahead of the next dial's (seen in `bench flap --capture`)."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        relay = _relay(loop)
+        assert relay._dial_timeout() == pytest.approx(relay.policy.cfg.probe_interval)
+        flowing = pol.Leg(state=State.FLOWING, initiator=True, has_leg=True)
+        relay.policy.route_event(loop.time(), events.RouteDown(dst=DST, reason="rerr"), flowing)
+        assert relay.policy.outage
+        assert relay._dial_timeout() is None
+        up = events.RouteUp(dst=DST, next_hop=DST, hops=1)
+        frozen = pol.Leg(state=State.FROZEN, initiator=True, has_leg=True)
+        relay.policy.route_event(loop.time(), up, frozen)
+        assert not relay.policy.outage and relay._dial_timeout() is not None
 
     asyncio.run(main())
