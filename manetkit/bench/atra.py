@@ -15,9 +15,13 @@ runs every variant on a fresh lab with the same mobility and flow:
 Measured after ``--warmup`` s over ``--duration`` s: the TCP receiver's goodput
 (kbit/s); the daemons' Atra counters summed (predictions, hits and false alarms as the
 engines score them, breaks not predicted, predicted / proactive errors sent, pinned
-flows); and every ``predicted-failure`` event of every daemon scored against the
-medium's ground truth (its graph log): a prediction is a hit when that link really left
-the graph within twice the look-ahead, precision = hits / predictions.
+flows); the TCP retransmission ratio of the connection that crosses the mesh (the
+application's own without a proxy, the source proxy's mesh leg with one: ``ss -tin`` at
+the end of the window, as ``bench smr``); routing control packets per delivered data
+packet (``bench smr``'s ``CONTROL`` counters); and every ``predicted-failure`` event of
+every daemon scored against the medium's ground truth (its graph log): a prediction is
+a hit when that link really left the graph within twice the look-ahead, precision =
+hits / predictions.
 
 The full matrix (the issue's: three seeds, 120 s runs)::
 
@@ -48,14 +52,14 @@ from typing import Any
 from rich.table import Table
 
 from manetkit import paths, procs
-from manetkit.bench import flap, labrun, report
-from manetkit.bench.smr import addr, flows
+from manetkit.bench import flap, labrun, report, smr
+from manetkit.bench.smr import CONTROL, addr, flows
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
-from manetkit.paths import daemon_socket
+from manetkit.paths import daemon_socket, netns_name, proxy_socket
 
 NODES = 30
 TCP_PORT = 5600
@@ -156,17 +160,44 @@ def score(
     }
 
 
-def atra_counters(lab: str) -> dict[str, int]:
-    total = dict.fromkeys(COUNTERS, 0)
+def engine_statuses(lab: str) -> dict[int, dict[str, Any]]:
+    """Every daemon's engine status by node number (a daemon that does not answer is
+    left out)."""
+    out: dict[int, dict[str, Any]] = {}
     for i in range(1, NODES + 1):
         try:
             st = request(daemon_socket(lab, f"n{i}"), {"cmd": "status"}, timeout=5)["status"]
+            out[i] = st["engine"]
         except (OSError, ValueError, KeyError):
             continue
-        at = st["engine"].get("atra") or {}
+    return out
+
+
+def atra_counters(engines: dict[int, dict[str, Any]]) -> dict[str, int]:
+    """The engines' Atra counters (:data:`COUNTERS`), summed over the nodes."""
+    total = dict.fromkeys(COUNTERS, 0)
+    for eng in engines.values():
+        at = eng.get("atra") or {}
         for k in COUNTERS:
             total[k] += int(at.get(k, 0))
     return total
+
+
+def flow_retrans(lab: str, src: int, dst: int, proxy: str) -> tuple[str, tuple[int, int] | None]:
+    """``ss -tin`` and (retransmitted, sent) data segments of the TCP connection that
+    crosses the mesh from ``src``, read at the end of the window: without a proxy the
+    application's own connection (to ``dst`` on :data:`TCP_PORT`); with one, the source
+    proxy's mesh leg (to the peer proxy's ``peer_port``, as ``bench smr`` reads it)."""
+    if proxy == "none":
+        return smr.mesh_leg_retrans(netns_name(lab, f"n{src}"), addr(dst), TCP_PORT)
+    try:
+        st = request(proxy_socket(lab, f"n{src}"), {"cmd": "status"}, timeout=5)
+        port, _ = smr.mesh_port(st["status"], addr(dst))
+    except (OSError, ValueError, KeyError):
+        port = None
+    if port is None:
+        return "no mesh leg in the proxy's status\n", None
+    return smr.mesh_leg_retrans(netns_name(lab, f"n{src}"), addr(dst), port)
 
 
 def _daemon_extra(work: Path, atra: tuple[str, ...]) -> contextlib.AbstractContextManager[None]:
@@ -208,11 +239,13 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         started.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
                          "--port", str(TCP_PORT), "--out", str(work / f"{tag}-send.json")))  # fmt: skip
         time.sleep(args.warmup)
-        c0 = atra_counters(lab)
+        s0 = engine_statuses(lab)
         t0, w0 = time.monotonic(), time.time()
         time.sleep(args.duration)
         t1, w1 = time.monotonic(), time.time()
-        c1 = atra_counters(lab)
+        s1 = engine_statuses(lab)
+        ss, retrans = flow_retrans(lab, src, dst, proxy)
+        (work / f"{tag}-ss.txt").write_text(ss)  # what the ratio was read from
         time.sleep(2 * args.lookahead)  # let the last predictions' links resolve
         with contextlib.suppress(OSError, ValueError):
             graph = read_log(paths.ground_truth_log(lab))
@@ -222,6 +255,11 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         procs.stop_all(started, grace=10)
         nodes.down(lab)
     kbps = flap.received_kbps(out, t0, t1)
+    c0, c1 = atra_counters(s0), atra_counters(s1)
+    d0, d1 = smr.counters(s0), smr.counters(s1)
+    delta = {k: d1.get(k, 0) - d0.get(k, 0) for k in set(d0) | set(d1)}
+    control = sum(delta.get(k, 0) for k in CONTROL)
+    delivered = delta.get("data-delivered", 0)
     window_preds = [p for p in (preds.seen if preds else []) if w0 <= p[0] <= w1]
     return {
         "variant": variant,
@@ -231,6 +269,16 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         "window_s": round(t1 - t0, 2),
         "tcp_kbps": round(kbps, 1),
         "engine": {k: c1.get(k, 0) - c0.get(k, 0) for k in COUNTERS},
+        # TCP retransmissions / data segments sent on the connection crossing the mesh
+        # (flow_retrans), and routing control packets per delivered data packet (bench
+        # smr's CONTROL counters, summed over the nodes, in the window)
+        "retransmitted": retrans[0] if retrans else None,
+        "segments_sent": retrans[1] if retrans else None,
+        "retrans_ratio": round(retrans[0] / retrans[1], 4) if retrans and retrans[1] else None,
+        "control_packets": control,
+        "data_delivered": delivered,
+        "norm_overhead": round(control / delivered, 3) if delivered else None,
+        "counters": {k: v for k, v in sorted(delta.items()) if v},
         "ground_truth": score(window_preds, graph, 2 * args.lookahead),
     }
 
@@ -289,7 +337,8 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps(r), flush=True)
     table = Table(title="TCP over DSR with Atra / ELFN, rwp-30 (1500x300 m), 1 flow")
     for col in ("speed", "variant", "seeds", "TCP kbit/s", "x DSR", "predictions",
-                "precision (truth)", "engine hits/false", "missed", "PRE errors"):  # fmt: skip
+                "precision (truth)", "engine hits/false", "missed", "PRE errors",
+                "retrans ratio", "ctl/data"):  # fmt: skip
         table.add_column(col)
     summary = []
     for speed in speeds:
@@ -311,6 +360,8 @@ def run(args: argparse.Namespace) -> int:
                 "ground_truth_hits": gt_h,
                 "precision": gt_h / gt_p if gt_p else None,
                 "engine": eng,
+                "retrans_ratio": report.mean([r.get("retrans_ratio") for r in rs]),
+                "norm_overhead": report.mean([r.get("norm_overhead") for r in rs]),
             }
             summary.append(row)
 
@@ -318,7 +369,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{speed:g}", v, ",".join(map(str, row["seeds"])), report.cell(kb, ".1f"),
                 report.cell(row["vs_dsr"], ".2f"), str(gt_p), report.cell(row["precision"], ".2f"),
                 f"{eng['hits']}/{eng['false_alarms']}", str(eng["breaks_not_predicted"]),
-                str(eng["proactive_errors_sent"]),
+                str(eng["proactive_errors_sent"]), report.cell(row["retrans_ratio"], ".3f"),
+                report.cell(row["norm_overhead"], ".2f"),
             )  # fmt: skip
     report.show(
         table,
