@@ -91,15 +91,35 @@ def lab_sockets(lab: str, nodes: list[str]) -> list[Path]:
     return out
 
 
-def check_socket_paths(sockets: list[Path]) -> None:
-    """Refuse (ValueError naming it) the longest path over AF_UNIX's 107 bytes: bind()
-    would fail later, in whichever process gets there first, with a bare OSError."""
-    if not sockets:
-        return
-    longest = max(sockets, key=lambda p: len(os.fsencode(p)))
-    n = len(os.fsencode(longest))
+def check_socket_path(path: Path | str, what: str = "socket path", hint: str = "") -> Path:
+    """``path`` if it fits AF_UNIX's 107 bytes; else ValueError naming ``what`` (a config
+    field or option), the length and the limit: bind() or connect() would fail later, in
+    whichever process gets there first, with a bare OSError ("AF_UNIX path too long")."""
+    n = len(os.fsencode(path))
     if n > SUN_PATH_MAX:
         raise ValueError(
-            f"socket path {longest} is {n} bytes; AF_UNIX allows at most {SUN_PATH_MAX} "
-            f"(unix(7)): use a shorter MANETKIT_RUNDIR (now {rundir()}) or lab name"
+            f"{what} {path} is {n} bytes; AF_UNIX allows at most {SUN_PATH_MAX} (unix(7))"
+            + (f": {hint}" if hint else "")
         )
+    return Path(path)
+
+
+def rundir_hint() -> str:
+    """What to shorten when a path under the run dir is too long."""
+    return f"use a shorter MANETKIT_RUNDIR (now {rundir()}) or lab name"
+
+
+def socket_option(value: str | None, option: str, default: Path) -> Path:
+    """A command line's socket path (``option``'s ``value``, else ``default`` under the
+    run dir), refused as :func:`check_socket_path` when too long for AF_UNIX."""
+    if value:
+        return check_socket_path(value, option)
+    return check_socket_path(default, f"{option} (default)", rundir_hint())
+
+
+def check_socket_paths(sockets: list[Path]) -> None:
+    """Refuse (ValueError naming it) the longest of a lab's socket paths when it is over
+    AF_UNIX's 107 bytes (:func:`check_socket_path`)."""
+    if sockets:
+        longest = max(sockets, key=lambda p: len(os.fsencode(p)))
+        check_socket_path(longest, hint=rundir_hint())

@@ -34,7 +34,7 @@ from manetkit.daemon.engines.smr import SmrConfig
 from manetkit.daemon.sendbuffer import SendBufferSettings
 from manetkit.jsonlines import group_id
 from manetkit.macaddr import parse_mac
-from manetkit.paths import check_lab_name
+from manetkit.paths import check_lab_name, check_socket_path
 
 # Worst-case radio MTU: every 802.11 / Ethernet radio manetkit runs on carries 1500 bytes.
 RADIO_MTU = 1500
@@ -189,6 +189,11 @@ class DaemonConfig(_Strict):
         if v.model_fields_set and info.data.get("protocol") == "static":
             raise ValueError("the static engine has no Atra support")
         return v
+
+    @field_validator("event_socket")
+    @classmethod
+    def _event_socket(cls, v: Path) -> Path:
+        return check_socket_path(v, "path")  # bind() would fail at start-up
 
     @field_validator("control_group")
     @classmethod

@@ -535,6 +535,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         paths.check_lab_name(args.lab)
         node_id_of(args.node)
+        # AF_UNIX's 107 bytes: the sockets it binds, and the medium's it connects to
+        bound = [paths.radio_control_socket(args.lab, args.node)]
+        medium_path = None
+        if not getattr(args, "medium_udp", None):
+            bound.append(paths.radio_socket(args.lab, args.node))
+            medium_path = paths.socket_option(
+                args.medium, "--medium", paths.medium_socket(args.lab)
+            )
+        for sock in bound:
+            paths.check_socket_path(sock, "radio socket", paths.rundir_hint())
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     if args.station_expiry <= 0:
@@ -548,9 +558,7 @@ def run(args: argparse.Namespace) -> int:
     radio = Radio(
         args.lab,
         args.node,
-        medium_path=None
-        if medium_udp
-        else (Path(args.medium) if args.medium else paths.medium_socket(args.lab)),
+        medium_path=medium_path,
         medium_udp=medium_udp,
         socket_path=paths.radio_socket(args.lab, args.node),
         control_path=paths.radio_control_socket(args.lab, args.node),

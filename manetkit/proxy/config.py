@@ -10,9 +10,10 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from manetkit.configfile import read_yaml_mapping, validate
+from manetkit.paths import check_socket_path
 
 Mode = Literal["plain", "fixed-rto", "elfn", "bus"]
 
@@ -87,6 +88,12 @@ class ProxyConfig(_Strict):
     )
     route_table: int = Field(4242, ge=1, le=0xFFFFFFF0, description="policy table for replies")
     rule_priority: int = Field(4242, ge=1, le=32765, description="priority of the fwmark rule")
+
+    @field_validator("daemon_socket", "status_socket")
+    @classmethod
+    def _socket_path(cls, v: Path | None) -> Path | None:
+        # connect() / bind() would fail once the proxy runs
+        return None if v is None else check_socket_path(v, "path")
 
     @model_validator(mode="after")
     def _check(self) -> ProxyConfig:

@@ -452,13 +452,15 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         raise UserError("--airtime-scale must be > 0")
     try:
         paths.check_lab_name(lab)
+        sock = paths.socket_option(args.socket, "--socket", paths.medium_socket(lab))
+        control = paths.socket_option(args.control, "--control", paths.medium_control_socket(lab))
     except ValueError as exc:
         raise UserError(str(exc)) from None
     return MediumServer(
         scenario,
         lab,
-        Path(args.socket) if args.socket else paths.medium_socket(lab),
-        Path(args.control) if args.control else paths.medium_control_socket(lab),
+        sock,
+        control,
         Path(args.ground_truth) if args.ground_truth else paths.ground_truth_log(lab),
         parse_hostport(args.udp) if args.udp else None,
         airtime_scale,
