@@ -3,11 +3,13 @@ session client fetching pages and their objects, and pages failing when the serv
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,21 @@ def listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+@contextlib.contextmanager
+def serving(site: Path, port: int) -> Iterator[None]:
+    """Python's http.server on loopback ``port`` serving ``site``, until the block ends."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+         "--directory", str(site)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: listening(port), 10, "http.server")
+        yield
+    finally:
+        stop(server)
+
+
 def test_the_site_is_the_same_for_a_seed_and_pages_embed_objects(tmp_path: Path):
     a = web.build_site(tmp_path / "a", 10, seed=3)
     b = web.build_site(tmp_path / "b", 10, seed=3)
@@ -42,18 +59,10 @@ def test_the_site_is_the_same_for_a_seed_and_pages_embed_objects(tmp_path: Path)
 def test_a_session_completes_pages_and_fails_them_when_the_server_is_gone(tmp_path: Path):
     site, port = tmp_path / "site", free_port()
     info = web.build_site(site, 5, seed=1)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-         "--directory", str(site)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(lambda: listening(port), 10, "http.server")
-        out = tmp_path / "pages.json"
+    out = tmp_path / "pages.json"
+    with serving(site, port):
         webclient.main(["--url", f"http://127.0.0.1:{port}", "--duration", "2", "--think",
                         "0,0.1", "--pages", "5", "--out", str(out)])  # fmt: skip
-    finally:
-        stop(server)
     res = web.pair_result("n1", "n2", out)
     assert res["pages_completed"] >= 3 and res["pages_failed"] == 0
     assert 0 < res["service_s"]["mean"] < 2

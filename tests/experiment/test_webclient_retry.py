@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from manetkit.experiment import web, webclient
-from manetkit.procs import stop, wait_for
-from tests.experiment.test_web import free_port, listening
+from tests.experiment.test_web import free_port, serving
 
 
 @pytest.fixture
@@ -27,16 +26,8 @@ def server(tmp_path: Path) -> Iterator[int]:
     """http.server on loopback serving a 3-page site; its port."""
     site, port = tmp_path / "site", free_port()
     web.build_site(site, 3, seed=1)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-         "--directory", str(site)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(lambda: listening(port), 10, "http.server")
+    with serving(site, port):
         yield port
-    finally:
-        stop(proc)
 
 
 @pytest.fixture
