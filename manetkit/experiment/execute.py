@@ -36,7 +36,7 @@ from manetkit.experiment.spec import (
     throughput_table,
 )
 from manetkit.jsonlines import request
-from manetkit.lab import netns, nodes
+from manetkit.lab import nodes
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address
@@ -277,11 +277,5 @@ def _wrk(
     web.wait_listening(lab, t.server, t.port)
     url = f"http://{node_address(t.server)}:{t.port}/page0.html"
     w0 = time.time()
-    proc = netns.run(
-        paths.netns_name(lab, t.client),
-        wrk.argv(url, t.connections, t.threads, duration),
-        check=False,
-        timeout=duration + 30,
-    )
-    w1 = w0 + duration
-    return w0, w1, {**wrk.parse(proc.stdout), "exit": proc.returncode}
+    res = wrk.run(paths.netns_name(lab, t.client), url, t.connections, t.threads, duration)
+    return w0, w0 + duration, res
