@@ -71,7 +71,7 @@ def test_no_route_for_the_whole_timeout_fails_the_page_with_the_routing_error(
     rec = webclient.page("127.0.0.1", server, 0, 0.2, t0 + 10, True)
     took = time.monotonic() - t0
     assert not rec["ok"] and not rec["cut"] and "unreachable" in rec["error"]
-    assert 0.2 <= took < 1.0 and rec["connect_retries"] >= 5
+    assert 0.2 <= took < 1.0 and rec["connect_retries"] >= 3
     # the window ends first: the page is cut, not failed
     t0 = time.monotonic()
     rec = webclient.page("127.0.0.1", server, 0, 5.0, t0 + 0.1, True)
@@ -88,7 +88,9 @@ def test_a_refused_connect_is_not_retried(tmp_path: Path, monkeypatch: pytest.Mo
 def test_the_session_client_counts_retries_per_pair(tmp_path: Path, server: int, no_route_first):
     no_route_first[0] = 2
     out = tmp_path / "pages.json"
-    webclient.main(["--url", f"http://127.0.0.1:{server}", "--duration", "1", "--think",
+    # 3 s: the client starts up to 1 s late (not in step with others); the first page,
+    # the one without a route, must not be cut by the window's end
+    webclient.main(["--url", f"http://127.0.0.1:{server}", "--duration", "3", "--think",
                     "0,0.1", "--pages", "3", "--out", str(out), "--retry-no-route"])  # fmt: skip
     res = web.pair_result("n1", "n2", out)
     assert res["connect_retries"] == 2 and res["pages_failed"] == 0
