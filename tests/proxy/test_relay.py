@@ -56,6 +56,20 @@ def _relay(loop: asyncio.AbstractEventLoop) -> Relay:
     return relay
 
 
+async def _two_dials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[Relay, list[asyncio.Future[None]], list[object]]:
+    """A dial waiting on its SYN, then a route-up's redial beside it."""
+    loop = asyncio.get_running_loop()
+    gates, accepted = _stub_connects(monkeypatch, loop)
+    relay = _relay(loop)
+    relay.dial()
+    await _settle()
+    relay.redial()
+    await _settle()
+    return relay, gates, accepted
+
+
 async def _settle() -> None:
     """Let every ready task run (a cancelled wait_for takes a few loop turns)."""
     for _ in range(20):
@@ -92,13 +106,7 @@ def test_redial_dials_beside_the_dial_under_way_and_the_first_to_connect_wins(
 
 def test_the_fresh_dial_wins_when_the_old_syn_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        gates, accepted = _stub_connects(monkeypatch, loop)
-        relay = _relay(loop)
-        relay.dial()
-        await _settle()
-        relay.redial()
-        await _settle()
+        relay, gates, accepted = await _two_dials(monkeypatch)
         gates[1].set_result(None)
         await _settle()
         assert len(accepted) == 1 and gates[0].cancelled() and not relay.dials
@@ -111,13 +119,7 @@ def test_a_failed_dial_beside_another_does_not_schedule_a_third(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        gates, accepted = _stub_connects(monkeypatch, loop)
-        relay = _relay(loop)
-        relay.dial()
-        await _settle()
-        relay.redial()
-        await _settle()
+        relay, gates, accepted = await _two_dials(monkeypatch)
         gates[0].set_exception(ConnectionRefusedError())
         await _settle()
         assert len(relay.dials) == 1 and relay.connecting  # the other one still waits
