@@ -7,15 +7,55 @@ Drops are counted by reason: ``timeout``, ``full`` (all destinations together ho
 ``send_buffer_per_destination``: one unreachable destination cannot take the whole
 buffer), ``no-route`` (discovery gave up). A full buffer refuses the arriving packet
 (drop-tail: the older packets of a TCP window are the ones its receiver needs first).
+
+TCP sent into a buffer keeps being retransmitted by the sender's kernel while the route
+is missing (a SYN every 1-2 s, data at each RTO), and every copy would go out at
+route-up, each a frame on every hop ahead of what the connection needs. So a TCP segment
+that is the same as one already waiting (same connection, seq, ack, flags and length;
+a SYN, a FIN or data: not a pure ACK, whose repeats are duplicate ACKs that mean
+something to the sender) is dropped as ``duplicate``; and a RST drops the waiting
+segments of its connection in its direction (``superseded``: the connection they belong
+to is gone, e.g. a proxy leg that was replaced while the route was down).
+
 Sans-I/O: the owner passes ``now`` and asks :meth:`next_expiry` for its timer.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import Counter, OrderedDict, deque
 from ipaddress import IPv4Address
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from manetkit.daemon.wire import ipv4
+
+_FIN, _SYN, _RST = 0x01, 0x02, 0x04
+_PSH = 0x08
+
+# (src, dst, sport, dport) and (seq, ack, flags without PSH, payload bytes)
+TcpConn = tuple[bytes, bytes, int, int]
+TcpId = tuple[TcpConn, tuple[int, int, int, int]]
+
+
+def tcp_identity(packet: bytes) -> tuple[TcpId, bool, bool] | None:
+    """(connection + segment identity, is a RST, may be deduplicated) of a TCP packet,
+    else None. Pure ACKs (no SYN/FIN/RST, no payload) are never deduplicated."""
+    try:
+        h = ipv4.parse(packet)
+    except ipv4.MalformedPacket:
+        return None
+    off = h.ihl
+    if h.protocol != ipv4.PROTO_TCP or h.flags_frag & 0x3FFF or len(packet) < off + 20:
+        return None
+    sport, dport, seq, ack, doff, flags = struct.unpack_from("!HHIIBB", packet, off)
+    payload = h.total_length - off - (doff >> 4) * 4
+    conn = (packet[12:16], packet[16:20], sport, dport)
+    ident = (conn, (seq, ack, flags & ~_PSH, payload))
+    return ident, bool(flags & _RST), bool(payload > 0 or flags & (_SYN | _FIN))
+
+
+_Entry = tuple[float, bytes, "TcpId | None"]  # (expiry, packet, TCP identity)
 
 
 class SendBufferSettings(BaseModel):
@@ -48,7 +88,7 @@ class SendBuffer:
         self.max_packets = max_packets
         self.per_destination = per_destination if per_destination is not None else max_packets
         self.timeout = timeout
-        self._queues: OrderedDict[IPv4Address, deque[tuple[float, bytes]]] = OrderedDict()
+        self._queues: OrderedDict[IPv4Address, deque[_Entry]] = OrderedDict()
         self._count = 0
         self.drops: Counter[str] = Counter()
         self.dropped: list[tuple[str, IPv4Address, bytes]] = []  # drained by the engine
@@ -69,7 +109,17 @@ class SendBuffer:
 
     def add(self, now: float, dst: IPv4Address, packet: bytes) -> bool:
         """Queue a packet; False (and a ``full``/``full-destination`` drop) when the
-        buffer, or this destination's share of it, is full."""
+        buffer, or this destination's share of it, is full. A TCP copy of a segment
+        already waiting is dropped (``duplicate``) and True returned: it is queued."""
+        tcp = tcp_identity(packet)
+        q = self._queues.get(dst)
+        if tcp is not None and q:
+            ident, rst, dedup = tcp
+            if rst:
+                self._supersede(dst, q, ident[0])
+            elif dedup and any(t == ident for _, _, t in q):
+                self._drop("duplicate", dst, packet)
+                return True
         if self._count >= self.max_packets:
             self._drop("full", dst, packet)
             return False
@@ -79,9 +129,18 @@ class SendBuffer:
         elif len(q) >= self.per_destination:
             self._drop("full-destination", dst, packet)
             return False
-        q.append((now + self.timeout, packet))
+        q.append((now + self.timeout, packet, tcp[0] if tcp is not None else None))
         self._count += 1
         return True
+
+    def _supersede(self, dst: IPv4Address, q: deque[_Entry], conn: TcpConn) -> None:
+        keep = [e for e in q if e[2] is None or e[2][0] != conn]
+        for e in q:
+            if e[2] is not None and e[2][0] == conn:
+                self._drop("superseded", dst, e[1])
+        self._count -= len(q) - len(keep)
+        q.clear()
+        q.extend(keep)
 
     def release(self, dst: IPv4Address) -> list[bytes]:
         """All packets for ``dst``, oldest first (a route to it has come)."""
@@ -89,7 +148,7 @@ class SendBuffer:
         if not q:
             return []
         self._count -= len(q)
-        return [p for _, p in q]
+        return [p for _, p, _ in q]
 
     def discard(self, dst: IPv4Address, reason: str = "no-route") -> int:
         """Drop everything for ``dst`` (route discovery gave up)."""
@@ -97,7 +156,7 @@ class SendBuffer:
         if not q:
             return 0
         self._count -= len(q)
-        for _, p in q:
+        for _, p, _ in q:
             self._drop(reason, dst, p)
         return len(q)
 
@@ -107,7 +166,7 @@ class SendBuffer:
         for dst in list(self._queues):
             q = self._queues[dst]
             while q and q[0][0] <= now:
-                _, p = q.popleft()
+                _, p, _ = q.popleft()
                 self._count -= 1
                 self._drop("timeout", dst, p)
                 n += 1
