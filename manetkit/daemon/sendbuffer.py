@@ -22,7 +22,6 @@ Sans-I/O: the owner passes ``now`` and asks :meth:`next_expiry` for its timer.
 
 from __future__ import annotations
 
-import struct
 from collections import Counter, OrderedDict, deque
 from ipaddress import IPv4Address
 
@@ -30,8 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from manetkit.daemon.wire import ipv4
 
-_FIN, _SYN, _RST = 0x01, 0x02, 0x04
-_PSH = 0x08
+_FIN, _SYN, _RST, _PSH = 0x01, 0x02, 0x04, 0x08
 
 # (src, dst, sport, dport) and (seq, ack, flags without PSH, payload bytes)
 TcpConn = tuple[bytes, bytes, int, int]
@@ -41,18 +39,11 @@ TcpId = tuple[TcpConn, tuple[int, int, int, int]]
 def tcp_identity(packet: bytes) -> tuple[TcpId, bool, bool] | None:
     """(connection + segment identity, is a RST, may be deduplicated) of a TCP packet,
     else None. Pure ACKs (no SYN/FIN/RST, no payload) are never deduplicated."""
-    try:
-        h = ipv4.parse(packet)
-    except ipv4.MalformedPacket:
+    t = ipv4.tcp_segment(packet)
+    if t is None:
         return None
-    off = h.ihl
-    if h.protocol != ipv4.PROTO_TCP or h.flags_frag & 0x3FFF or len(packet) < off + 20:
-        return None
-    sport, dport, seq, ack, doff, flags = struct.unpack_from("!HHIIBB", packet, off)
-    payload = h.total_length - off - (doff >> 4) * 4
-    conn = (packet[12:16], packet[16:20], sport, dport)
-    ident = (conn, (seq, ack, flags & ~_PSH, payload))
-    return ident, bool(flags & _RST), bool(payload > 0 or flags & (_SYN | _FIN))
+    ident = ((t.src, t.dst, t.sport, t.dport), (t.seq, t.ack, t.flags & ~_PSH, t.payload))
+    return ident, bool(t.flags & _RST), bool(t.payload > 0 or t.flags & (_SYN | _FIN))
 
 
 _Entry = tuple[float, bytes, "TcpId | None"]  # (expiry, packet, TCP identity)
@@ -134,13 +125,13 @@ class SendBuffer:
         return True
 
     def _supersede(self, dst: IPv4Address, q: deque[_Entry], conn: TcpConn) -> None:
-        keep = [e for e in q if e[2] is None or e[2][0] != conn]
-        for e in q:
+        for _ in range(len(q)):  # one pass, order kept
+            e = q.popleft()
             if e[2] is not None and e[2][0] == conn:
+                self._count -= 1
                 self._drop("superseded", dst, e[1])
-        self._count -= len(q) - len(keep)
-        q.clear()
-        q.extend(keep)
+            else:
+                q.append(e)
 
     def release(self, dst: IPv4Address) -> list[bytes]:
         """All packets for ``dst``, oldest first (a route to it has come)."""

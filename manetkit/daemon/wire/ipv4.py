@@ -137,6 +137,39 @@ def parse_udp(segment: bytes | memoryview) -> tuple[int, int, bytes]:
     return sport, dport, bytes(segment[8:length])
 
 
+_TCP = struct.Struct("!HHIIBB")
+
+
+@dataclass(frozen=True, slots=True)
+class TcpSegment:
+    """The fields of a TCP segment that routing decisions read (RFC 9293 3.1)."""
+
+    src: bytes  # 4-byte addresses, as on the wire
+    dst: bytes
+    sport: int
+    dport: int
+    seq: int
+    ack: int
+    flags: int
+    payload: int  # bytes after the TCP header
+
+
+def tcp_segment(packet: bytes | memoryview) -> TcpSegment | None:
+    """The TCP header of an IPv4 packet, or None: not TCP, malformed, a fragment (only an
+    unfragmented packet holds a whole segment), or shorter than a TCP header."""
+    try:
+        h = parse(packet)
+    except MalformedPacket:
+        return None
+    if h.protocol != PROTO_TCP or h.flags_frag & 0x3FFF or h.total_length < h.ihl + 20:
+        return None
+    sport, dport, seq, ack, doff, flags = _TCP.unpack_from(packet, h.ihl)
+    payload = h.total_length - h.ihl - (doff >> 4) * 4
+    return TcpSegment(
+        bytes(packet[12:16]), bytes(packet[16:20]), sport, dport, seq, ack, flags, payload
+    )
+
+
 def tcp_ports_seq(segment: bytes | memoryview) -> tuple[int, int, int] | None:
     """(sport, dport, seq) of a TCP segment, or None if too short (for ELFN notices)."""
     if len(segment) < 8:

@@ -26,20 +26,12 @@ def tcp_flow(packet: bytes) -> tuple[FlowId, bool, int] | None:
     A pure ACK has the ACK flag, no SYN/FIN/RST and no payload (section IV-A's
     "non-piggybacked ACK").
     """
-    try:
-        h = ipv4.parse(packet)
-    except ipv4.MalformedPacket:
+    t = ipv4.tcp_segment(packet)
+    if t is None:
         return None
-    if h.protocol != ipv4.PROTO_TCP or len(packet) < h.ihl + 20:
-        return None
-    seg = packet[h.ihl : h.total_length]
-    sport = int.from_bytes(seg[0:2], "big")
-    dport = int.from_bytes(seg[2:4], "big")
-    data_off = (seg[12] >> 4) * 4
-    flags = seg[13]
-    payload = len(seg) - data_off
-    pure = bool(flags & _ACK) and not flags & (_SYN | _FIN | _RST) and payload <= 0
-    return (h.src, sport, h.dst, dport), pure, max(payload, 0)
+    flags, payload = t.flags, max(t.payload, 0)
+    pure = bool(flags & _ACK) and not flags & (_SYN | _FIN | _RST) and payload == 0
+    return (IPv4Address(t.src), t.sport, IPv4Address(t.dst), t.dport), pure, payload
 
 
 def is_pure_ack(packet: bytes) -> bool:
