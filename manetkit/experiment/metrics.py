@@ -1,15 +1,9 @@
 """What a run is scored against: the medium's ground truth and the daemons' counters.
 
-Holland & Vaidya, section 3, eq. 3.1: with t_i the time the shortest path between sender
-and receiver has i hops during the connection and T_i the TCP throughput over a static
-chain of i hops (``manetkit bench chain``), the *expected throughput* is
-
-    T_exp = sum_i t_i T_i / sum_i t_i,      T_inf = 0 (partitioned).
-
-The t_i come from the medium's ground-truth graph log (``manetkit.lab.medium.groundtruth``,
-one line per graph change, ``wall`` = Unix time), cut to the run's traffic window. A hop
-count beyond the T_i table takes the table's longest chain (802.11 chains plateau from 4
-hops: Holland & Vaidya Fig. 1). Measured / expected is the paper's Fig. 4 / Fig. 11 axis.
+Expected throughput: Holland & Vaidya's eq. 3.1 (time-weighted T_i of the shortest path's
+hop count, from the medium's ground-truth graph log, partitions at 0), implemented in
+``manetkit.bench.expected`` (the benches use it too) and re-exported here. Measured /
+expected is the paper's Fig. 4 / Fig. 11 axis.
 
 Control overhead (manetkit stacks): routing packets the daemons sent (requests, replies,
 errors, hellos, forwarded control), per data packet delivered to a host (the daemons'
@@ -28,9 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from manetkit.lab.medium.groundtruth import bfs_hops
-
-Timeline = list[tuple[float, int | None]]
+# Eq. 3.1 lives with the benches (bench atra / smr score their runs with it too); the
+# experiment runner uses it from here.
+from manetkit.bench.expected import Timeline as Timeline
+from manetkit.bench.expected import chain_throughput as chain_throughput
+from manetkit.bench.expected import expected_throughput as expected_throughput
+from manetkit.bench.expected import hop_timeline as hop_timeline
+from manetkit.bench.expected import pair_metrics as pair_metrics
+from manetkit.bench.expected import ratio as ratio
+from manetkit.bench.expected import time_at_hops as time_at_hops
 
 # Engine counters (manetkit.daemon.engines) that count a routing packet sent or forwarded.
 CONTROL_COUNTERS = (
@@ -43,81 +43,6 @@ CONTROL_COUNTERS = (
     # Atra's proactive/predicted errors
     "predicted-errors-sent", "proactive-errors-sent",
 )  # fmt: skip
-
-
-def hop_timeline(events: Iterable[dict[str, Any]], a: str, b: str) -> Timeline:
-    """``[(wall, hops), ...]`` from a ground-truth log: one entry per change of the
-    shortest-path hop count between ``a`` and ``b`` (None = partitioned)."""
-    out: Timeline = []
-    for ev in events:
-        h = bfs_hops(ev["edges"], a, b)
-        if not out or out[-1][1] != h:
-            out.append((float(ev["wall"]), h))
-    return out
-
-
-def time_at_hops(timeline: Timeline, start: float, end: float) -> dict[int | None, float]:
-    """Seconds spent at each hop count within ``[start, end]`` (the t_i of eq. 3.1).
-
-    Before the timeline's first entry nothing is known and nothing is counted."""
-    out: dict[int | None, float] = {}
-    for k, (t, h) in enumerate(timeline):
-        nxt = timeline[k + 1][0] if k + 1 < len(timeline) else end
-        lo, hi = max(t, start), min(nxt, end)
-        if hi > lo:
-            out[h] = out.get(h, 0.0) + hi - lo
-    return out
-
-
-def chain_throughput(table: dict[int, float], hops: int) -> float:
-    """T_i for ``hops``; beyond the table, its longest chain's (the plateau)."""
-    if hops in table:
-        return table[hops]
-    longest = max(table)
-    if hops > longest:
-        return table[longest]
-    raise ValueError(f"no T_i for {hops} hops (table has {sorted(table)})")
-
-
-def expected_throughput(t_at: dict[int | None, float], table: dict[int, float]) -> float | None:
-    """Eq. 3.1: sum t_i T_i / sum t_i, T_inf = 0; None when no time was observed."""
-    total = sum(t_at.values())
-    if total <= 0:
-        return None
-    acc = sum(t * chain_throughput(table, h) for h, t in t_at.items() if h is not None)
-    return acc / total
-
-
-def pair_metrics(
-    events: list[dict[str, Any]],
-    a: str,
-    b: str,
-    start: float,
-    end: float,
-    table: dict[int, float] | None,
-) -> dict[str, Any]:
-    """Ground truth for one pair over ``[start, end]``: seconds at each hop count (key
-    ``"inf"`` for partitioned), partition time, time-weighted mean hops, T_exp (kbit/s)."""
-    t_at = time_at_hops(hop_timeline(events, a, b), start, end)
-    connected = {h: t for h, t in t_at.items() if h is not None}
-    up = sum(connected.values())
-    return {
-        "hops_s": {("inf" if h is None else str(h)): round(t, 3) for h, t in sorted(
-            t_at.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))},
-        "partition_s": round(t_at.get(None, 0.0), 3),
-        "mean_hops": round(sum(h * t for h, t in connected.items()) / up, 2) if up else None,
-        "expected_kbps": (
-            None if table is None or (e := expected_throughput(t_at, table)) is None
-            else round(e, 1)
-        ),
-    }  # fmt: skip
-
-
-def ratio(measured: float | None, expected: float | None) -> float | None:
-    """Measured / expected; None when either is missing or nothing was expected."""
-    if measured is None or not expected:
-        return None
-    return round(measured / expected, 3)
 
 
 # Engine counters of route discoveries a source completed, and their summed latency.

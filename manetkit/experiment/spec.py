@@ -12,7 +12,6 @@ profile, so one matrix holds a peer at each of its profiles side by side.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from manetkit.bench.expected import chain_table as chain_table
 from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.errors import UserError
 from manetkit.lab.peers import PEER_STACKS, BabeldSettings, BatmandSettings
@@ -450,17 +450,6 @@ def check_stacks_built(spec: Spec) -> None:
             f"stacks: {', '.join(missing)} not built in this checkout's lab "
             f"(lab up --stack takes {', '.join(built)})"
         )
-
-
-def chain_table(path: Path) -> dict[int, float]:
-    """T_i in kbit/s from a ``manetkit bench chain`` JSON (``hops``, ``throughput_bps``)."""
-    try:
-        doc = json.loads(Path(path).read_text())
-        return {
-            int(h): float(b) / 1000 for h, b in zip(doc["hops"], doc["throughput_bps"], strict=True)
-        }
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: not a bench chain result ({exc})") from None
 
 
 def throughput_table(spec: Spec) -> dict[int, float] | None:

@@ -1,0 +1,54 @@
+"""``manetkit.bench.expected``: eq. 3.1 for one bench flow, and ``--chain-table`` (pure)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from manetkit.bench import expected
+
+# n1-n2-n3 line; n3 walks off (partitioned from wall 110), then comes back next to n1.
+LOG = [
+    {"t": 0.0, "wall": 100.0, "edges": [["n1", "n2"], ["n2", "n3"]]},
+    {"t": 10.0, "wall": 110.0, "edges": [["n1", "n2"]]},
+    {"t": 15.0, "wall": 115.0, "edges": [["n1", "n2"], ["n1", "n3"]]},
+]
+
+
+def test_expected_for_pair_weights_chain_throughput_by_time_at_each_hop_count(tmp_path):
+    # window 105..120: 5 s at 2 hops, 5 s partitioned, 5 s at 1 hop
+    want = (5 * 683 + 5 * 0 + 5 * 1366) / 15
+    got = expected.expected_for_pair(LOG, "n1", "n3", 105.0, 120.0)
+    assert got["expected_kbps"] == pytest.approx(want, abs=0.05)
+    assert got["hops_s"] == {"1": 5.0, "2": 5.0, "inf": 5.0}
+    assert got["partition_s"] == 5.0
+    assert got["covered_s"] == 15.0
+    # the log's path works as well as its events, and the table is the caller's
+    path = tmp_path / "ground-truth.jsonl"
+    path.write_text("".join(json.dumps(ev) + "\n" for ev in LOG))
+    got = expected.expected_for_pair(path, "n3", "n1", 105.0, 120.0, {1: 900.0, 2: 300.0})
+    assert got["expected_kbps"] == pytest.approx((5 * 300 + 5 * 900) / 15, abs=0.05)
+
+
+def test_a_window_the_log_does_not_cover_expects_nothing():
+    got = expected.expected_for_pair(LOG, "n1", "n3", 50.0, 90.0)
+    assert (got["expected_kbps"], got["covered_s"]) == (None, 0.0)
+    assert expected.expected_for_pair([], "n1", "n3", 0.0, 1.0)["expected_kbps"] is None
+
+
+def test_chain_table_option_takes_pairs_or_a_bench_chain_json(tmp_path):
+    parser = argparse.ArgumentParser()
+    expected.add_argument(parser)
+    assert parser.parse_args([]).chain_table == expected.DEFAULT_CHAIN_KBPS
+    assert parser.parse_args(["--chain-table", "1:1000,2:500"]).chain_table == {
+        1: 1000.0,
+        2: 500.0,
+    }
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps({"hops": [1, 2], "throughput_bps": [1366000, 683000]}))
+    assert parser.parse_args(["--chain-table", str(chain)]).chain_table == {1: 1366.0, 2: 683.0}
+    for bad in ("1:x", "0:100", str(tmp_path / "missing.json")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--chain-table", bad])
