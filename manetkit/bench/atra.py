@@ -23,6 +23,14 @@ every daemon scored against the medium's ground truth (its graph log): a predict
 a hit when that link really left the graph within twice the look-ahead, precision =
 hits / predictions.
 
+Each run is also scored against what the medium allowed: Holland & Vaidya's expected
+throughput (eq. 3.1, ``manetkit.bench.expected``) of the flow's pair over the window,
+from the run's ground-truth graph (T_i: ``--chain-table``, default the lab's ``bench
+chain``). Per variant and speed: mean expected, measured / expected, and the ceiling
+expected / DSR, the most any variant could gain over default DSR on those runs. The
+local link breaks no prediction covered are split by the graph at the break: link still
+in range (802.11 retries failed: no power trend foresees it) or gone (a miss).
+
 The full matrix (the issue's: three seeds, 120 s runs)::
 
     manetkit bench atra --speeds 1,10,20 --seeds 1,2,3 --duration 110 --warmup 10
@@ -52,7 +60,7 @@ from typing import Any
 from rich.table import Table
 
 from manetkit import paths, procs
-from manetkit.bench import flap, labrun, report, smr
+from manetkit.bench import expected, flap, labrun, report, smr
 from manetkit.bench.smr import CONTROL, addr, flows
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
@@ -92,11 +100,20 @@ COUNTERS = (
 )
 
 
+def _node(address: str) -> str:
+    return "n" + address.rsplit(".", 1)[1]
+
+
 class Predictions:
-    """``predicted-failure`` events of every daemon: (wall time, node, neighbour node)."""
+    """``predicted-failure`` events of every daemon: (wall time, node, neighbour node) in
+    ``seen``; and in ``breaks`` the local link breaks the daemons reported (a
+    ``route-down`` of their own link, ``broken_link`` = (this node, neighbour), not
+    predicted: a transmission failed or link sensing lost the neighbour), as (wall time,
+    node, neighbour node, reason), one per route that broke."""
 
     def __init__(self, lab: str) -> None:
         self.seen: list[tuple[float, str, str]] = []
+        self.breaks: list[tuple[float, str, str, str]] = []
         self._socks: list[socket.socket] = []
         for i in range(1, NODES + 1):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -118,8 +135,12 @@ class Predictions:
                 for line in lines:
                     ev = json.loads(line) if line.strip() else {}
                     if ev.get("event") == "predicted-failure":
-                        nb = "n" + ev["neighbour"].rsplit(".", 1)[1]
-                        self.seen.append((float(ev["time"]), node, nb))
+                        self.seen.append((float(ev["time"]), node, _node(ev["neighbour"])))
+                    elif ev.get("event") == "route-down" and not ev.get("predicted"):
+                        link = ev.get("broken_link") or ()
+                        if len(link) == 2 and _node(link[0]) == node:
+                            brk = (float(ev["time"]), node, _node(link[1]), str(ev["reason"]))
+                            self.breaks.append(brk)
 
     def close(self) -> None:
         for s in self._socks:
@@ -158,6 +179,54 @@ def score(
         "false_alarms_never_lost": n - hits - len(late),
         "late_losses_s": sorted(late),
     }
+
+
+def classify_breaks(
+    breaks: list[tuple[float, str, str, str]],
+    preds: list[tuple[float, str, str]],
+    graph: list[dict[str, Any]],
+    horizon_s: float,
+    merge_s: float = 1.0,
+) -> dict[str, Any]:
+    """The local link breaks no prediction covered, against the medium's ground truth.
+
+    A break (:class:`Predictions`' ``breaks``) is one per node and neighbour: reports of
+    the same link by the same node within ``merge_s`` of the previous one are merged
+    (one route-down per route through it). A break is *predicted* when that node
+    predicted that neighbour's failure within ``horizon_s`` before it; the others are
+    what RFP missed, split by the graph at the break: ``in_graph`` when the link was
+    still in the medium's graph (the receiver was in range: 802.11 retries failed under
+    contention, which no power trend can foresee), else ``gone`` (the neighbour had left
+    range: a miss of the predictor). By reason (``tx-failed``, ``link-down``, ...) too.
+
+    Unlike the engines' ``breaks_not_predicted``, a break here need not have been of a
+    link a route used in the last ``pre_window_s``: any link a route went over."""
+    snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+    merged: list[tuple[float, str, str, str]] = []
+    last: dict[tuple[str, str], float] = {}
+    for t, node, nb, reason in sorted(breaks):
+        prev = last.get((node, nb))
+        last[(node, nb)] = t
+        if prev is None or t - prev > merge_s:
+            merged.append((t, node, nb, reason))
+    out: dict[str, Any] = {"breaks": len(merged), "predicted": 0, "in_graph": 0, "gone": 0,
+                           "unknown": 0, "by_reason": {}}  # fmt: skip
+    for t, node, nb, reason in merged:
+        if any(a == node and b == nb and t - horizon_s <= tp <= t for tp, a, b in preds):
+            out["predicted"] += 1
+            continue
+        before = [es for w, es in snaps if w <= t]
+        kind = (
+            "unknown"
+            if not before
+            else "in_graph"
+            if frozenset((node, nb)) in before[-1]
+            else "gone"
+        )
+        out[kind] += 1
+        by = out["by_reason"].setdefault(reason, {"in_graph": 0, "gone": 0, "unknown": 0})
+        by[kind] += 1
+    return out
 
 
 def engine_statuses(lab: str) -> dict[int, dict[str, Any]]:
@@ -249,6 +318,9 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         time.sleep(2 * args.lookahead)  # let the last predictions' links resolve
         with contextlib.suppress(OSError, ValueError):
             graph = read_log(paths.ground_truth_log(lab))
+        (work / f"{tag}-ground-truth.jsonl").write_text(
+            "".join(json.dumps(g, separators=(",", ":")) + "\n" for g in graph)
+        )  # what the expected throughput and the precision were scored on
     finally:
         if preds is not None:
             preds.close()
@@ -261,6 +333,8 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
     control = sum(delta.get(k, 0) for k in CONTROL)
     delivered = delta.get("data-delivered", 0)
     window_preds = [p for p in (preds.seen if preds else []) if w0 <= p[0] <= w1]
+    window_breaks = [b for b in (preds.breaks if preds else []) if w0 <= b[0] <= w1]
+    exp = expected.expected_for_pair(graph, f"n{src}", f"n{dst}", w0, w1, args.chain_table)
     return {
         "variant": variant,
         "speed": speed,
@@ -268,6 +342,10 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         "flow": {"src": f"n{src}", "dst": f"n{dst}"},
         "window_s": round(t1 - t0, 2),
         "tcp_kbps": round(kbps, 1),
+        # Holland & Vaidya eq. 3.1 on this run's ground truth (bench/expected.py)
+        "expected_kbps": exp["expected_kbps"],
+        "measured_over_expected": expected.ratio(kbps, exp["expected_kbps"]),
+        "expected": exp,
         "engine": {k: c1.get(k, 0) - c0.get(k, 0) for k in COUNTERS},
         # TCP retransmissions / data segments sent on the connection crossing the mesh
         # (flow_retrans), and routing control packets per delivered data packet (bench
@@ -280,6 +358,10 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         "norm_overhead": round(control / delivered, 3) if delivered else None,
         "counters": {k: v for k, v in sorted(delta.items()) if v},
         "ground_truth": score(window_preds, graph, 2 * args.lookahead),
+        # local link breaks no prediction covered: link still in the graph or gone
+        "breaks": classify_breaks(
+            window_breaks, preds.seen if preds else [], graph, 2 * args.lookahead
+        ),
     }
 
 
@@ -297,6 +379,11 @@ def plot(
                     and r["speed"] == s), None) for s in speeds]  # fmt: skip
         if any(y is not None for y in ys):
             ax.plot(speeds, [y if y is not None else float("nan") for y in ys], "o-", label=v)
+    exp = [report.mean([r.get("mean_expected_kbps") for r in summary if r["speed"] == s])
+           for s in speeds]  # fmt: skip
+    if any(y is not None for y in exp):
+        ax.plot(speeds, [y if y is not None else float("nan") for y in exp], "kx--",
+                label="expected (eq. 3.1)")  # fmt: skip
     ax.set_xlabel("mean speed (m/s)")
     ax.set_ylabel("TCP goodput (kbit/s)")
     ax.set_title("rwp-30, 1 TCP flow: DSR, ELFN, Atra (means)")
@@ -310,12 +397,33 @@ def plot(
             ys = [next((r["tcp_kbps"] for r in runs if r["variant"] == v
                         and (r["speed"], r["seed"]) == g), 0.0) for g in groups]  # fmt: skip
             ax.bar([i + k * width for i in range(len(groups))], ys, width, label=v)
+            es = [next((r.get("expected_kbps") for r in runs if r["variant"] == v
+                        and (r["speed"], r["seed"]) == g), None) for g in groups]  # fmt: skip
+            ax.plot([i + k * width for i in range(len(groups))],
+                    [e if e is not None else float("nan") for e in es], "k_", markersize=12,
+                    label="expected (eq. 3.1)" if k == 0 else None)  # fmt: skip
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))])
         ax.set_xticklabels([f"{sp:g} m/s\nseed {sd}" for sp, sd in groups])
         ax.set_ylabel("TCP goodput (kbit/s)")
-        ax.set_title("every run")
+        ax.set_title("every run (-: its expected throughput)")
+        ax.legend(fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
     return report.save_figure(fig, path, dpi=120)
+
+
+def expected_summary(rs: list[dict[str, Any]], dsr_kbps: float | None) -> dict[str, Any]:
+    """Per variant and speed (the runs ``rs``, one per seed): the mean expected
+    throughput (eq. 3.1, bench/expected.py), measured / expected (mean over mean, and
+    per seed), and the ceiling: mean expected / default DSR's mean goodput
+    (``dsr_kbps``), the most any variant could gain over DSR on these runs."""
+    exp = report.mean([r.get("expected_kbps") for r in rs])
+    kb = report.mean([r["tcp_kbps"] for r in rs])
+    return {
+        "mean_expected_kbps": exp,
+        "measured_over_expected": expected.ratio(kb, exp),
+        "measured_over_expected_per_seed": [r.get("measured_over_expected") for r in rs],
+        "ceiling_vs_dsr": expected.ratio(exp, dsr_kbps),
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -336,9 +444,10 @@ def run(args: argparse.Namespace) -> int:
                 runs.append(r)
                 print(json.dumps(r), flush=True)
     table = Table(title="TCP over DSR with Atra / ELFN, rwp-30 (1500x300 m), 1 flow")
-    for col in ("speed", "variant", "seeds", "TCP kbit/s", "x DSR", "predictions",
+    for col in ("speed", "variant", "seeds", "TCP kbit/s", "x DSR", "expected",
+                "meas/exp", "ceiling x DSR", "predictions",
                 "precision (truth)", "engine hits/false", "missed", "PRE errors",
-                "retrans ratio", "ctl/data"):  # fmt: skip
+                "retrans ratio", "ctl/data", "unpredicted breaks in range/gone"):  # fmt: skip
         table.add_column(col)
     summary = []
     for speed in speeds:
@@ -356,27 +465,39 @@ def run(args: argparse.Namespace) -> int:
                 "seeds": [r["seed"] for r in rs],
                 "mean_tcp_kbps": kb,
                 "vs_dsr": kb / base if kb is not None and base else None,
+                **expected_summary(rs, base),
                 "predictions": gt_p,
                 "ground_truth_hits": gt_h,
                 "precision": gt_h / gt_p if gt_p else None,
                 "engine": eng,
                 "retrans_ratio": report.mean([r.get("retrans_ratio") for r in rs]),
                 "norm_overhead": report.mean([r.get("norm_overhead") for r in rs]),
+                "unpredicted_breaks": {
+                    k: sum((r.get("breaks") or {}).get(k, 0) for r in rs)
+                    for k in ("breaks", "predicted", "in_graph", "gone", "unknown")
+                },
             }
             summary.append(row)
 
             table.add_row(
                 f"{speed:g}", v, ",".join(map(str, row["seeds"])), report.cell(kb, ".1f"),
-                report.cell(row["vs_dsr"], ".2f"), str(gt_p), report.cell(row["precision"], ".2f"),
+                report.cell(row["vs_dsr"], ".2f"), report.cell(row["mean_expected_kbps"], ".1f"),
+                report.cell(row["measured_over_expected"], ".2f"),
+                report.cell(row["ceiling_vs_dsr"], ".2f"), str(gt_p), report.cell(row["precision"], ".2f"),
                 f"{eng['hits']}/{eng['false_alarms']}", str(eng["breaks_not_predicted"]),
                 str(eng["proactive_errors_sent"]), report.cell(row["retrans_ratio"], ".3f"),
                 report.cell(row["norm_overhead"], ".2f"),
+                f"{row['unpredicted_breaks']['in_graph']}/{row['unpredicted_breaks']['gone']}",
             )  # fmt: skip
     report.show(
         table,
         f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
-        "x DSR = goodput / default DSR's in the same run; precision (truth): predictions "
-        "whose link left the medium's graph within 2x the look-ahead",
+        "x DSR = goodput / default DSR's in the same run; expected: Holland & Vaidya eq. 3.1 "
+        "on the run's ground truth (T_i: --chain-table); meas/exp = mean kbit/s / mean "
+        "expected; ceiling x DSR = mean expected / DSR's mean kbit/s (the most a variant "
+        "could gain over DSR); precision (truth): predictions whose link left the medium's "
+        "graph within 2x the look-ahead; unpredicted breaks: local link breaks with no "
+        "prediction, the link still in the medium's graph / gone",
     )
     fig = plot(summary, speeds, Path(args.out) / "atra.png", runs)
     if fig is not None:
@@ -402,4 +523,5 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--lookahead", type=float, default=2.0, help="Atra look-ahead, for scoring (2)"
     )
     parser.add_argument("--lock", default=None, help="flock this file around each run")
+    expected.add_argument(parser)
     parser.set_defaults(func=run)
