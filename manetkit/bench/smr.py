@@ -19,7 +19,15 @@ flows. After ``--warmup`` s the
 window of ``--duration`` s is measured:
 
 * throughput: bytes each TCP receiver's application got in the window / its length
-  (kbit/s; the mean over the TCP flows);
+  (kbit/s; the mean over the TCP flows). The senders (:func:`send_stream`) dial again
+  1 s after a reset or a failed connect (the fixed-RTO proxy resets a connection after
+  ``partition_timeout``), so a flow that lost its connection once still counts for the
+  rest of the window (``tcp_reconnects`` per flow, ``reconnects`` per run);
+* expected throughput (Holland & Vaidya eq. 3.1, ``manetkit.bench.expected``): per
+  TCP flow, from the medium's ground-truth graph over the window (kept beside the runs,
+  ``*-ground-truth.jsonl``) and T_i (``--chain-table``), measured / expected, and per
+  variant the ceiling: mean expected / DSR's mean throughput, the most any variant could
+  gain over DSR on those runs (T_i is one flow alone: with 5tcp an upper bound);
 * retransmission ratio (the paper's Fig. 2 definition: retransmitted segments / all
   segments sent) of the TCP connection that crosses the mesh: the source proxy's mesh
   leg to the destination's proxy (``ss -tin`` in the source node, ``dst`` the
@@ -49,10 +57,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import random
 import re
+import selectors
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -63,12 +75,13 @@ from typing import Any
 from rich.table import Table
 
 from manetkit import procs
-from manetkit.bench import flap, labrun, report
+from manetkit.bench import expected, flap, labrun, report
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
+from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
-from manetkit.paths import daemon_socket, netns_name, proxy_socket
+from manetkit.paths import daemon_socket, ground_truth_log, netns_name, proxy_socket
 
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "dsr": ("dsr", {}),
@@ -83,6 +96,10 @@ NODES = 50
 TCP_PORT = 5400
 CBR_PORT = 5500
 CBR_BYTES, CBR_PPS = 512, 4.0
+# The TCP sender's pause after a failed connect or a broken connection before it dials
+# again (manetkit.experiment.bulk restarts iperf3 as often, RETRY_S = 1 s).
+RETRY_S = 1.0
+CONNECT_TIMEOUT_S = 30.0
 # Control packets in the daemons' counters (dsr.py/smr.py names).
 CONTROL = (
     "requests-sent",
@@ -196,6 +213,49 @@ def mesh_port(status: dict[str, Any], peer: str) -> tuple[int | None, int]:
     return (ports[0] if ports else None), sum(int(x.get("resumes", 0)) for x in sessions)
 
 
+def flows_expected(
+    fl: list[tuple[str, int, int]],
+    kbps: list[float],
+    graph: list[dict[str, Any]],
+    w0: float,
+    w1: float,
+    table: dict[int, float],
+) -> dict[str, Any]:
+    """A run's TCP flows (``fl``, their measured ``kbps`` in order) scored against
+    Holland & Vaidya's expected throughput (eq. 3.1, bench/expected.py) of each pair
+    over the window ``[w0, w1]`` (Unix time) of the medium's ground-truth ``graph``.
+    T_i (``table``) is one flow alone on a static chain, so with several flows (5tcp) or
+    CBR beside it, each flow's expected is an upper bound it shares the channel under."""
+    exp = [
+        expected.expected_for_pair(graph, f"n{src}", f"n{dst}", w0, w1, table)
+        for kind, src, dst in fl
+        if kind == "tcp"
+    ]
+    per = [e["expected_kbps"] for e in exp]
+    mean_kb = sum(kbps) / len(kbps) if kbps else None
+    mean = sum(per) / len(per) if per and all(e is not None for e in per) else None
+    return {
+        "tcp_expected_kbps": per,
+        "mean_expected_kbps": round(mean, 1) if mean is not None else None,
+        "tcp_measured_over_expected": [
+            expected.ratio(k, e) for k, e in zip(kbps, per, strict=True)
+        ],
+        "measured_over_expected": expected.ratio(mean_kb, mean),
+        "expected": exp,
+    }
+
+
+def sender_result(path: Path) -> dict[str, Any]:
+    """A :func:`send_stream` ``--out`` file as the run reports it: ``reconnects``
+    (connect attempts after the first) and ``errors`` by errno name; a sender that wrote
+    nothing (killed, or never started) counts none."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"reconnects": 0, "errors": {"no sender report": 1}}
+    return {"reconnects": max(0, int(doc.get("attempts", 1)) - 1), "errors": doc.get("errors", {})}
+
+
 def _py(lab: str, node: int, module: str, *args: str) -> subprocess.Popen[bytes]:
     return labrun.ns_python(lab, f"n{node}", module, *args, stderr=subprocess.DEVNULL)
 
@@ -224,6 +284,9 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
     tag = f"{traffic}-s{seed}-{variant}"
     started: list[subprocess.Popen[bytes]] = []
     outs: list[Path] = []
+    sends: list[Path] = []
+    truth = work / f"{tag}-ground-truth.jsonl"
+    truth.unlink(missing_ok=True)
     nodes.down(lab)
     try:
         cc = {} if args.cc == "default" else {"congestion_control": args.cc}
@@ -238,22 +301,24 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 out.unlink(missing_ok=True)
                 outs.append(out)
                 port = str(TCP_PORT + k)
-                started.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", port,
+                started.append(_py(lab, dst, "manetkit.bench.smr", "recv", "--port", port,
                                  "--out", str(out)))  # fmt: skip
         time.sleep(1.0)
         for k, (kind, src, dst) in enumerate(fl):
             if kind == "tcp":
-                started.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
-                                 "--port", str(TCP_PORT + k), "--out",
-                                 str(work / f"{tag}-send{k}.json")))  # fmt: skip
+                send = work / f"{tag}-send{k}.json"
+                send.unlink(missing_ok=True)
+                sends.append(send)
+                started.append(_py(lab, src, "manetkit.bench.smr", "send", "--addr", addr(dst),
+                                 "--port", str(TCP_PORT + k), "--out", str(send)))  # fmt: skip
             else:
                 started.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
                                  str(CBR_PORT + k)))  # fmt: skip
         time.sleep(args.warmup)
         s0 = statuses(lab)
-        t0 = time.monotonic()
+        t0, w0 = time.monotonic(), time.time()
         time.sleep(max(0.0, t0 + args.duration - time.monotonic()))
-        t1 = time.monotonic()
+        t1, w1 = time.monotonic(), time.time()
         s1 = statuses(lab)
         c0, c1 = counters(s0), counters(s1)
         retrans = [0, 0]
@@ -277,9 +342,16 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 retrans[1] += got[1]
     finally:
         procs.stop_all(started, grace=10)
+        with contextlib.suppress(OSError):  # the medium's graph log goes with the lab
+            shutil.copyfile(ground_truth_log(lab), truth)
         nodes.down(lab)
     window = t1 - t0
     kbps = [flap.received_kbps(out, t0, t1) for out in outs]
+    senders = [sender_result(x) for x in sends]
+    graph: list[dict[str, Any]] = []
+    with contextlib.suppress(OSError, ValueError):
+        graph = read_log(truth)
+    mean_kbps = round(sum(kbps) / len(kbps), 1) if kbps else None
     delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in set(c0) | set(c1)}
     control = sum(delta.get(k, 0) for k in CONTROL)
     delivered = delta.get("data-delivered", 0)
@@ -290,7 +362,14 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         "flows": [{"kind": k, "src": f"n{s}", "dst": f"n{d}"} for k, s, d in fl],
         "window_s": round(window, 2),
         "tcp_kbps": [round(x, 1) for x in kbps],
-        "mean_tcp_kbps": round(sum(kbps) / len(kbps), 1) if kbps else None,
+        "mean_tcp_kbps": mean_kbps,
+        **flows_expected(fl, kbps, graph, w0, w1, args.chain_table),
+        "window_wall": [round(w0, 3), round(w1, 3)],
+        # Each TCP sender dials again after a reset or a failed connect (send_stream):
+        # connects after the first attempt, per flow, and what ended each connection.
+        "tcp_reconnects": [x["reconnects"] for x in senders],
+        "reconnects": sum(x["reconnects"] for x in senders),
+        "tcp_sender_errors": [x["errors"] for x in senders],
         "retransmitted": retrans[0],
         "segments_sent": retrans[1],
         "retrans_ratio": round(retrans[0] / retrans[1], 4) if retrans[1] else None,
@@ -332,6 +411,12 @@ def plot(runs: list[dict], variants: list[str], path: Path, title: str = "") -> 
                 ]
                 xs = [i + (j - (len(variants) - 1) / 2) * width for i in range(len(seeds))]
                 ax.bar(xs, [y if y is not None else 0 for y in ys], width, label=v)
+                if row == 0:  # each run's expected throughput (eq. 3.1)
+                    es = [next((r.get("mean_expected_kbps") for r in rs
+                                if r["variant"] == v and r["seed"] == s), None)
+                          for s in seeds]  # fmt: skip
+                    ax.plot(xs, [e if e is not None else float("nan") for e in es], "k_",
+                            markersize=10, label="expected (eq. 3.1)" if j == 0 else None)  # fmt: skip
             ax.set_xticks(range(len(seeds)), [f"seed {s}" for s in seeds])
             ax.set_ylabel(label)
             ax.grid(True, axis="y", alpha=0.3)
@@ -339,6 +424,21 @@ def plot(runs: list[dict], variants: list[str], path: Path, title: str = "") -> 
                 ax.set_title(f"{traffic}{': ' + title if title else ''}")
     axes[0][0].legend(fontsize=8)
     return report.save_figure(fig, path)
+
+
+def expected_summary(rs: list[dict[str, Any]], dsr_kbps: float | None) -> dict[str, Any]:
+    """Per variant (the runs ``rs``, one per seed): the mean expected throughput per TCP
+    flow (eq. 3.1, bench/expected.py), measured / expected (mean over mean, and per
+    seed), and the ceiling: mean expected / DSR's mean throughput (``dsr_kbps``), the
+    most any variant could gain over DSR on these runs."""
+    exp = report.mean([r.get("mean_expected_kbps") for r in rs])
+    kb = report.mean([r["mean_tcp_kbps"] for r in rs])
+    return {
+        "mean_expected_kbps": exp,
+        "measured_over_expected": expected.ratio(kb, exp),
+        "measured_over_expected_per_seed": [r.get("measured_over_expected") for r in rs],
+        "ceiling_vs_dsr": expected.ratio(exp, dsr_kbps),
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -362,8 +462,9 @@ def run(args: argparse.Namespace) -> int:
                 runs.append(r)
                 print(json.dumps(r), flush=True)
     table = Table(title=f"TCP over DSR and SMR, rwp-50, 0-{args.speed:g} m/s, fixed-RTO")
-    for col in ("traffic", "variant", "seeds", "TCP kbit/s", "x DSR", "retrans ratio",
-                "ctl/data", "switches", "avoided"):  # fmt: skip
+    for col in ("traffic", "variant", "seeds", "TCP kbit/s", "x DSR", "expected", "meas/exp",
+                "ceiling x DSR", "retrans ratio", "ctl/data", "switches", "avoided",
+                "reconnects"):  # fmt: skip
         table.add_column(col)
     summary = []
     for traffic in traffics:
@@ -382,19 +483,25 @@ def run(args: argparse.Namespace) -> int:
                 "norm_overhead": report.mean([r["norm_overhead"] for r in rs]),
                 "path_switches": sum(r["path_switches"] for r in rs),
                 "discoveries_avoided": sum(r["discoveries_avoided"] for r in rs),
+                "reconnects": sum(r.get("reconnects", 0) for r in rs),
+                **expected_summary(rs, base),
             }
             summary.append(row)
 
             table.add_row(
                 traffic, v, ",".join(map(str, row["seeds"])), report.cell(kb, ".1f"),
-                report.cell(row["vs_dsr"], ".2f"), report.cell(row["retrans_ratio"], ".3f"),
+                report.cell(row["vs_dsr"], ".2f"), report.cell(row["mean_expected_kbps"], ".1f"),
+                report.cell(row["measured_over_expected"], ".2f"),
+                report.cell(row["ceiling_vs_dsr"], ".2f"), report.cell(row["retrans_ratio"], ".3f"),
                 report.cell(row["norm_overhead"], ".2f"), str(row["path_switches"]),
-                str(row["discoveries_avoided"]),
+                str(row["discoveries_avoided"]), str(row["reconnects"]),
             )  # fmt: skip
     report.show(
         table,
         f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
-        "x DSR = mean TCP throughput / DSR's in the same run",
+        "x DSR = mean TCP throughput / DSR's in the same run; expected = Holland & Vaidya "
+        "eq. 3.1 per TCP flow from the medium's graph (mean); meas/exp = mean over mean; "
+        "ceiling x DSR = mean expected / DSR's mean kbit/s (the most a variant could gain)",
     )
     plot(runs, variants, Path(args.out) / "smr.png", f"rwp-50, 0-{args.speed:g} m/s")
     report.write(
@@ -420,7 +527,128 @@ def register(parser: argparse.ArgumentParser) -> None:
         "default: the kernel's, often bbr)",
     )
     parser.add_argument("--lock", default=None, help="flock this file around each run")
+    expected.add_argument(parser)
     parser.set_defaults(func=run)
+
+
+class _Stop(Exception):
+    """SIGTERM from the bench: the window is over."""
+
+
+def _on_term(*_: object) -> None:
+    raise _Stop
+
+
+def _error_name(exc: OSError) -> str:
+    """``ECONNRESET``, ``ENETUNREACH``...; the exception's class when it has no errno
+    (a connect timeout)."""
+    return errno.errorcode.get(exc.errno or -1, type(exc).__name__)
+
+
+def send_stream(
+    addr: str,
+    port: int,
+    out: Path,
+    retry_s: float = RETRY_S,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+) -> None:
+    """A bulk TCP sender that keeps sending for the whole window: connect, write until
+    the connection fails, then ``retry_s`` later connect again, until SIGTERM.
+
+    A flow whose connection the fixed-RTO proxy reset after ``partition_timeout``
+    (docs/proxy.md; in the 5tcp run three of fifteen flows per variant) or whose connect
+    failed (ENETUNREACH, refused, timed out) is dialled again, as
+    ``manetkit.experiment.bulk`` starts iperf3 again, so the rest of the window still
+    counts what the network can carry rather than a 0 from the first reset. The time
+    until the flow is back counts against the variant, since throughput is what the
+    receiver got over the window. ``OUT`` (JSON, written on SIGTERM): bytes written,
+    connect ``attempts`` (``attempts - 1`` are the reconnects), ``connects`` that
+    succeeded, and each error by errno name; each error is also a line on stderr."""
+    signal.signal(signal.SIGTERM, _on_term)
+    res: dict[str, Any] = {
+        "sent": 0,
+        "attempts": 0,
+        "connects": 0,
+        "errors": {},
+        "last_error": None,
+    }
+    block = memoryview(flap.stream_block(0))
+    try:
+        while True:
+            res["attempts"] += 1
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.settimeout(connect_timeout)
+                s.connect((addr, port))
+                s.settimeout(None)
+                res["connects"] += 1
+                while True:
+                    res["sent"] += s.send(block)
+            except OSError as exc:
+                name = _error_name(exc)
+                res["errors"][name] = res["errors"].get(name, 0) + 1
+                res["last_error"] = repr(exc)
+                print(f"send: {name} (connects {res['connects']}), again in {retry_s:g} s",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            finally:
+                s.close()
+            time.sleep(retry_s)
+    except _Stop:
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    out.write_text(json.dumps(res))
+    os._exit(0)  # at once: what is still queued does not count, the window is over
+
+
+def recv_streams(port: int, out: Path) -> None:
+    """Accept every connection to ``port`` and read them all until SIGTERM, recording
+    (CLOCK_MONOTONIC time, total bytes over all connections) per read: the samples
+    ``flap.received_kbps`` reads. A sender's new connection may arrive while its old one
+    still hangs here (the peer proxy has not yet given up on it), so all are read at
+    once. ``OUT`` (JSON, written on SIGTERM) adds the connections accepted, how many
+    ended in EOF, and each receive error by errno name."""
+    signal.signal(signal.SIGTERM, _on_term)
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("0.0.0.0", port))
+    lsock.listen(8)
+    lsock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(lsock, selectors.EVENT_READ)
+    res: dict[str, Any] = {"bytes": 0, "samples": [], "connections": 0, "eofs": 0, "errors": {}}
+    buf = bytearray(1 << 16)
+    try:
+        while True:
+            for key, _ in sel.select():
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is lsock:
+                    with contextlib.suppress(BlockingIOError):
+                        conn, _ = lsock.accept()
+                        conn.setblocking(False)
+                        sel.register(conn, selectors.EVENT_READ)
+                        res["connections"] += 1
+                    continue
+                try:
+                    n = sock.recv_into(buf)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    name = _error_name(exc)
+                    res["errors"][name] = res["errors"].get(name, 0) + 1
+                    n = -1
+                if n > 0:
+                    res["bytes"] += n
+                    res["samples"].append((round(time.monotonic(), 4), res["bytes"]))
+                    continue
+                res["eofs"] += n == 0
+                sel.unregister(sock)
+                sock.close()
+    except _Stop:
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    out.write_text(json.dumps(res))
+    os._exit(0)
 
 
 def cbr(dst: str, port: int, size: int = CBR_BYTES, pps: float = CBR_PPS) -> None:
@@ -435,8 +663,30 @@ def cbr(dst: str, port: int, size: int = CBR_BYTES, pps: float = CBR_PPS) -> Non
         time.sleep(max(0.0, t - time.monotonic()))
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "cbr":
-        cbr(sys.argv[2], int(sys.argv[3]))
+def _main(argv: list[str]) -> None:
+    """``python -m manetkit.bench.smr cbr DST PORT | send ... | recv ...``: the flows'
+    ends, run inside the lab's nodes."""
+    p = argparse.ArgumentParser(prog="manetkit.bench.smr")
+    sub = p.add_subparsers(dest="role", required=True)
+    c = sub.add_parser("cbr")
+    c.add_argument("dst")
+    c.add_argument("port", type=int)
+    sd = sub.add_parser("send")
+    sd.add_argument("--addr", required=True)
+    sd.add_argument("--port", type=int, required=True)
+    sd.add_argument("--out", type=Path, required=True)
+    sd.add_argument("--retry", type=float, default=RETRY_S, help="s between dials (1)")
+    rv = sub.add_parser("recv")
+    rv.add_argument("--port", type=int, required=True)
+    rv.add_argument("--out", type=Path, required=True)
+    a = p.parse_args(argv)
+    if a.role == "cbr":
+        cbr(a.dst, a.port)
+    elif a.role == "send":
+        send_stream(a.addr, a.port, a.out, retry_s=a.retry)
     else:
-        sys.exit("usage: python -m manetkit.bench.smr cbr DST PORT")
+        recv_streams(a.port, a.out)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

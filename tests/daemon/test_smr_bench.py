@@ -1,11 +1,17 @@
-"""``manetkit bench smr``: flow pairs, the retransmission parser, and (real namespaces)
-that the retransmission ratio reads the TCP connection that crosses the mesh."""
+"""``manetkit bench smr``: flow pairs, the retransmission parser, the reconnecting
+TCP sender and its receiver (loopback; and in real namespaces through a fixed-RTO proxy
+pair whose partition timeout resets the connection), and (real namespaces) that the
+retransmission ratio reads the TCP connection that crosses the mesh."""
 
 from __future__ import annotations
 
+import json
 import re
+import socket
+import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +21,12 @@ from manetkit.bench import flap
 from manetkit.bench.smr import (
     counters,
     endpoints,
+    expected_summary,
     flows,
+    flows_expected,
     mesh_leg_retrans,
     mesh_port,
+    sender_result,
     ss_retrans,
 )
 from manetkit.procs import wait_for
@@ -147,3 +156,177 @@ def test_counters_sum_and_endpoints_keep_each_flow_end() -> None:
     assert ends["n1"]["multipath"] == [{"dst": "10.42.0.2", "role": "primary"}]
     assert ends["n1"]["cached_paths"] == 1
     assert ends["n2"] == {"counters": {"requests-sent": 1}, "multipath": [], "cached_paths": 0}
+
+
+def test_sender_result_counts_attempts_after_the_first(tmp_path: Path) -> None:
+    out = tmp_path / "send.json"
+    out.write_text(
+        json.dumps({"sent": 9, "attempts": 4, "connects": 2, "errors": {"ECONNRESET": 3}})
+    )
+    assert sender_result(out) == {"reconnects": 3, "errors": {"ECONNRESET": 3}}
+    out.write_text(json.dumps({"sent": 9, "attempts": 1, "connects": 1, "errors": {}}))
+    assert sender_result(out)["reconnects"] == 0
+    assert sender_result(tmp_path / "none.json") == {
+        "reconnects": 0,
+        "errors": {"no sender report": 1},
+    }
+
+
+def test_each_tcp_flow_is_scored_against_its_own_pair_in_the_window() -> None:
+    # n1-n2 one hop for the whole window; n3-n4 two hops for 10 s, then partitioned
+    # for 10 s (T_inf = 0); the CBR flow n5->n6 is not a TCP flow and is not scored.
+    graph = [
+        {"wall": 100.0, "t": 0.0, "edges": [["n1", "n2"], ["n3", "n7"], ["n7", "n4"]]},
+        {"wall": 110.0, "t": 10.0, "edges": [["n1", "n2"]]},
+    ]
+    table = {1: 1000.0, 2: 500.0}
+    fl = [("tcp", 1, 2), ("tcp", 3, 4), ("cbr", 5, 6)]
+    got = flows_expected(fl, [800.0, 100.0], graph, 100.0, 120.0, table)
+    assert got["tcp_expected_kbps"] == [1000.0, 250.0]
+    assert got["mean_expected_kbps"] == 625.0
+    assert got["tcp_measured_over_expected"] == [0.8, 0.4]
+    assert got["measured_over_expected"] == round(450 / 625, 3)
+    assert got["expected"][1]["hops_s"] == {"2": 10.0, "inf": 10.0}
+    # no ground truth (the log was lost): nothing expected, nothing divided
+    none = flows_expected(fl, [800.0, 100.0], [], 100.0, 120.0, table)
+    assert none["tcp_expected_kbps"] == [None, None] and none["mean_expected_kbps"] is None
+    assert none["measured_over_expected"] is None
+
+
+def test_the_ceiling_is_the_variants_expected_over_dsrs_measured() -> None:
+    rs = [
+        {"mean_tcp_kbps": 300.0, "mean_expected_kbps": 600.0, "measured_over_expected": 0.5},
+        {"mean_tcp_kbps": 500.0, "mean_expected_kbps": 400.0, "measured_over_expected": 1.25},
+    ]
+    got = expected_summary(rs, dsr_kbps=400.0)
+    assert got["mean_expected_kbps"] == 500.0
+    assert got["measured_over_expected"] == 0.8  # mean over mean
+    assert got["measured_over_expected_per_seed"] == [0.5, 1.25]
+    assert got["ceiling_vs_dsr"] == 1.25  # no variant could beat DSR by more
+    assert expected_summary(rs, None)["ceiling_vs_dsr"] is None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _role(
+    role: str, *args: str, ns: str | None = None, stderr: Path | None = None
+) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "manetkit.bench.smr", role, *args]
+    err = open(stderr, "wb") if stderr else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            (["ip", "netns", "exec", ns] if ns else []) + argv, cwd=REPO, stderr=err
+        )
+    finally:
+        if stderr:
+            err.close()
+
+
+def _says(path: Path, *words: str) -> bool:
+    text = path.read_text() if path.exists() else ""
+    return any(w in text for w in words)
+
+
+def test_the_sender_dials_again_after_a_refused_connect_and_a_reset(tmp_path: Path) -> None:
+    """Loopback, no privileges: nobody listens (ECONNREFUSED), then a listener accepts
+    and resets the connection (SO_LINGER 0: a real RST), then the bench's receiver
+    listens: the sender dialled each time and its stream reached the receiver."""
+    port = _free_port()
+    tx, rx, err = tmp_path / "send.json", tmp_path / "recv.json", tmp_path / "send.err"
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        started.append(_role("send", "--addr", "127.0.0.1", "--port", str(port),
+                             "--out", str(tx), "--retry", "0.05", stderr=err))  # fmt: skip
+        wait_for(lambda: _says(err, "ECONNREFUSED"), 10, "a refused connect")
+        with socket.socket() as lsock:
+            lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            lsock.bind(("127.0.0.1", port))
+            lsock.listen(1)
+            lsock.settimeout(10)
+            conn, _ = lsock.accept()
+            assert conn.recv(1000)  # the stream flows
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()  # RST
+        wait_for(lambda: _says(err, "ECONNRESET", "EPIPE"), 10, "the reset seen by the sender")
+        started.append(_role("recv", "--port", str(port), "--out", str(rx)))
+        t_recv = time.monotonic()
+        wait_for(
+            lambda: f":{port}" in subprocess.run(
+                ["ss", "-Htn", "state", "established", f"sport = :{port}"],
+                capture_output=True, text=True, check=False).stdout,
+            10, "the sender connected to the receiver",
+        )  # fmt: skip
+    finally:
+        procs.stop_all(started, grace=5)
+    sent, got = json.loads(tx.read_text()), json.loads(rx.read_text())
+    assert sent["errors"].get("ECONNREFUSED", 0) >= 1, sent
+    # (a second reset: the receiver may exit before the sender at the end)
+    assert sent["errors"].get("ECONNRESET", 0) + sent["errors"].get("EPIPE", 0) >= 1, sent
+    assert sent["connects"] == 2 and sent["attempts"] >= 3, sent
+    assert sender_result(tx)["reconnects"] == sent["attempts"] - 1
+    assert got["connections"] == 1 and got["bytes"] > 0, {
+        k: got[k] for k in ("bytes", "connections")
+    }
+    assert got["samples"][0][0] >= t_recv - 0.01  # monotonic, as flap.received_kbps reads
+
+
+@pytest.mark.netns
+def test_the_sender_comes_back_after_no_route_and_a_partition_reset(tmp_path: Path) -> None:
+    """Real namespaces and a fixed-RTO proxy pair, as the bench: the client has no route
+    yet (connect: ENETUNREACH), then a route; the stream flows through the proxies; the
+    router drops everything for longer than the proxies' partition timeout, so the
+    client's proxy resets the application's connection (what killed three of fifteen
+    flows per variant in the 5tcp run); the route comes back and the sender's new
+    connection carries the stream to the receiver again."""
+    from tests.proxy.netlab import SERVER_IP, Chain, sh
+
+    chain = Chain("smrrc", tmp_path)
+    port = 5400
+    tx, rx, err = tmp_path / "send.json", tmp_path / "recv.json", tmp_path / "send.err"
+    started: list[subprocess.Popen[bytes]] = []
+
+    def receiving() -> dict[int, int]:
+        """Established connections into the receiver (from the server's proxy): bytes
+        received by remote port."""
+        ss = sh("ss", "-Htin", "state", "established", f"sport = :{port}", ns=chain.server)
+        ports = [int(m) for m in re.findall(rf":{port}\s+\S+:(\d+)", ss.stdout)]
+        got = [int(m) for m in re.findall(r"bytes_received:(\d+)", ss.stdout)]
+        return dict(zip(ports, got, strict=False))
+
+    try:
+        chain.up()
+        sh("ip", "route", "del", "default", ns=chain.client)
+        timeouts = {"partition_timeout": 2, "keepalive": 0.5}
+        chain.start_proxy(chain.client, mode="fixed-rto", **timeouts)
+        chain.start_proxy(chain.server, mode="fixed-rto", **timeouts)
+        started.append(_role("recv", "--port", str(port), "--out", str(rx), ns=chain.server))
+        wait_for(lambda: f":{port}" in sh("ss", "-ltn", ns=chain.server).stdout, 10, "receiver")
+        started.append(_role("send", "--addr", SERVER_IP, "--port", str(port), "--out",
+                             str(tx), "--retry", "0.2", ns=chain.client, stderr=err))  # fmt: skip
+        wait_for(lambda: _says(err, "ENETUNREACH"), 10, "a connect with no route")
+        sh("ip", "route", "add", "default", "via", "10.42.1.2", ns=chain.client)
+        before = wait_for(receiving, 20, "the stream through the proxies")
+        chain.break_route()
+        wait_for(lambda: _says(err, "ECONNRESET", "EPIPE"), 20, "the proxy's reset")
+        t_back = time.monotonic()
+        chain.restore_route()
+        wait_for(
+            lambda: any(n > 0 for p, n in receiving().items() if p not in before),
+            20,
+            "bytes on a new connection after the partition",
+        )
+    finally:
+        procs.stop_all(started, grace=5)
+        chain.down()
+    sent, got = json.loads(tx.read_text()), json.loads(rx.read_text())
+    assert sent["errors"].get("ENETUNREACH", 0) >= 1, sent
+    assert sent["errors"].get("ECONNRESET", 0) + sent["errors"].get("EPIPE", 0) >= 1, sent
+    assert sent["connects"] >= 2, sent
+    assert got["connections"] >= 2, {k: got[k] for k in ("bytes", "connections", "errors")}
+    # the receiver got bytes after the route came back (over the sender's new connection)
+    assert any(t > t_back for t, _ in got["samples"]), got["samples"][-3:]
+    assert not [n for n in sh("ip", "netns", "list").stdout.split() if chain.tag in n]
