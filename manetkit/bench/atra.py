@@ -447,7 +447,8 @@ def run(args: argparse.Namespace) -> int:
     for col in ("speed", "variant", "seeds", "TCP kbit/s", "x DSR", "expected",
                 "meas/exp", "ceiling x DSR", "predictions",
                 "precision (truth)", "engine hits/false", "missed", "PRE errors",
-                "retrans ratio", "ctl/data", "unpredicted breaks in range/gone"):  # fmt: skip
+                "retrans ratio", "ctl/data", "unpredicted breaks in range/gone",
+                "of which tx-failed"):  # fmt: skip
         table.add_column(col)
     summary = []
     for speed in speeds:
@@ -476,6 +477,16 @@ def run(args: argparse.Namespace) -> int:
                     k: sum((r.get("breaks") or {}).get(k, 0) for r in rs)
                     for k in ("breaks", "predicted", "in_graph", "gone", "unknown")
                 },
+                # those a failed transmission reported (a packet was going over the link)
+                "unpredicted_tx_failed": {
+                    k: sum(
+                        ((r.get("breaks") or {}).get("by_reason") or {})
+                        .get("tx-failed", {})
+                        .get(k, 0)
+                        for r in rs
+                    )
+                    for k in ("in_graph", "gone")
+                },
             }
             summary.append(row)
 
@@ -488,6 +499,7 @@ def run(args: argparse.Namespace) -> int:
                 str(eng["proactive_errors_sent"]), report.cell(row["retrans_ratio"], ".3f"),
                 report.cell(row["norm_overhead"], ".2f"),
                 f"{row['unpredicted_breaks']['in_graph']}/{row['unpredicted_breaks']['gone']}",
+                f"{row['unpredicted_tx_failed']['in_graph']}/{row['unpredicted_tx_failed']['gone']}",
             )  # fmt: skip
     report.show(
         table,
@@ -496,8 +508,10 @@ def run(args: argparse.Namespace) -> int:
         "on the run's ground truth (T_i: --chain-table); meas/exp = mean kbit/s / mean "
         "expected; ceiling x DSR = mean expected / DSR's mean kbit/s (the most a variant "
         "could gain over DSR); precision (truth): predictions whose link left the medium's "
-        "graph within 2x the look-ahead; unpredicted breaks: local link breaks with no "
-        "prediction, the link still in the medium's graph / gone",
+        "graph within 2x the look-ahead; unpredicted breaks: local link breaks (route-down "
+        "events) with no prediction, the link still in the medium's graph / gone at the "
+        "report; tx-failed: reported by a failed transmission (the others by link sensing, "
+        "seconds after the neighbour fell silent)",
     )
     fig = plot(summary, speeds, Path(args.out) / "atra.png", runs)
     if fig is not None:

@@ -79,7 +79,14 @@ def test_summary_gives_expected_throughput_and_the_ceiling_over_dsr(tmp_path, mo
             "measured_over_expected": kbps[(variant, seed)] / exp[seed],
             "engine": dict.fromkeys(atra.COUNTERS, 0),
             "ground_truth": {"predictions": 0, "hits": 0},
-            "breaks": {"breaks": 3, "predicted": 1, "in_graph": 1, "gone": 1, "unknown": 0},
+            "breaks": {
+                "breaks": 3,
+                "predicted": 1,
+                "in_graph": 1,
+                "gone": 1,
+                "unknown": 0,
+                "by_reason": {"tx-failed": {"in_graph": 1, "gone": 0, "unknown": 0}},
+            },
         }
 
     monkeypatch.setattr(atra, "run_one", fake_run_one)
@@ -105,4 +112,5 @@ def test_summary_gives_expected_throughput_and_the_ceiling_over_dsr(tmp_path, mo
         "gone": 2,
         "unknown": 0,
     }
+    assert at["unpredicted_tx_failed"] == {"in_graph": 2, "gone": 0}
     assert doc["settings"]["chain_table"]["1"] == 1366
