@@ -52,3 +52,19 @@ def test_chain_table_option_takes_pairs_or_a_bench_chain_json(tmp_path):
     for bad in ("1:x", "0:100", str(tmp_path / "missing.json")):
         with pytest.raises(SystemExit):
             parser.parse_args(["--chain-table", bad])
+
+
+def test_summary_row_gives_measured_over_expected_and_the_ceiling_over_the_baseline():
+    runs = [
+        {"tcp_kbps": 450.0, "expected_kbps": 600.0},
+        {"tcp_kbps": 450.0, "expected_kbps": 1000.0},
+        {"tcp_kbps": 100.0, "expected_kbps": None},  # no ground truth: left out of expected
+    ]
+    got = expected.summary(runs, 400.0)
+    assert got["mean_expected_kbps"] == 800.0
+    assert got["measured_over_expected"] == round((1000 / 3) / 800, 3)
+    assert got["measured_over_expected_per_seed"] == [0.75, 0.45, None]
+    assert got["ceiling_vs_dsr"] == 2.0  # 800 expected over a 400 kbit/s baseline
+    other = expected.summary([{"mean_tcp_kbps": 300.0, "mean_expected_kbps": 900.0}], 450.0,
+                             measured="mean_tcp_kbps", expected="mean_expected_kbps")  # fmt: skip
+    assert (other["measured_over_expected"], other["ceiling_vs_dsr"]) == (0.333, 2.0)

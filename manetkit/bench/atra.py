@@ -411,21 +411,6 @@ def plot(
     return report.save_figure(fig, path, dpi=120)
 
 
-def expected_summary(rs: list[dict[str, Any]], dsr_kbps: float | None) -> dict[str, Any]:
-    """Per variant and speed (the runs ``rs``, one per seed): the mean expected
-    throughput (eq. 3.1, bench/expected.py), measured / expected (mean over mean, and
-    per seed), and the ceiling: mean expected / default DSR's mean goodput
-    (``dsr_kbps``), the most any variant could gain over DSR on these runs."""
-    exp = report.mean([r.get("expected_kbps") for r in rs])
-    kb = report.mean([r["tcp_kbps"] for r in rs])
-    return {
-        "mean_expected_kbps": exp,
-        "measured_over_expected": expected.ratio(kb, exp),
-        "measured_over_expected_per_seed": [r.get("measured_over_expected") for r in rs],
-        "ceiling_vs_dsr": expected.ratio(exp, dsr_kbps),
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     speeds = [float(s) for s in str(args.speeds).split(",") if s.strip()]
@@ -466,7 +451,7 @@ def run(args: argparse.Namespace) -> int:
                 "seeds": [r["seed"] for r in rs],
                 "mean_tcp_kbps": kb,
                 "vs_dsr": kb / base if kb is not None and base else None,
-                **expected_summary(rs, base),
+                **expected.summary(rs, base),
                 "predictions": gt_p,
                 "ground_truth_hits": gt_h,
                 "precision": gt_h / gt_p if gt_p else None,

@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from manetkit.bench import report
 from manetkit.errors import UserError
 from manetkit.lab.medium.groundtruth import bfs_hops, read_log
 
@@ -142,6 +143,27 @@ def ratio(measured: float | None, expected: float | None) -> float | None:
     if measured is None or not expected:
         return None
     return round(measured / expected, 3)
+
+
+def summary(
+    runs: list[dict[str, Any]],
+    baseline_kbps: float | None,
+    measured: str = "tcp_kbps",
+    expected: str = "expected_kbps",
+) -> dict[str, Any]:
+    """A bench's row for one variant (``runs``: its runs, one per seed, each with its
+    measured kbit/s under the key ``measured`` and eq. 3.1's under ``expected``): the mean
+    expected, measured / expected (mean over mean, and per run), and the ceiling = mean
+    expected / the baseline's mean kbit/s (``baseline_kbps``, e.g. default DSR's on the
+    same seeds), the most any variant could gain over the baseline on those runs."""
+    exp = report.mean([r.get(expected) for r in runs])
+    got = report.mean([r.get(measured) for r in runs])
+    return {
+        "mean_expected_kbps": exp,
+        "measured_over_expected": ratio(got, exp),
+        "measured_over_expected_per_seed": [ratio(r.get(measured), r.get(expected)) for r in runs],
+        "ceiling_vs_dsr": ratio(exp, baseline_kbps),
+    }
 
 
 def chain_table(path: str | Path) -> dict[int, float]:
