@@ -51,9 +51,11 @@ DISCOVERY_COUNTERS = ("discoveries-completed", "discovery-latency-ms")
 
 def control_totals(statuses: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Summed over daemons (``status`` replies): routing packets sent (by counter, plus
-    the shell's beacons) and data packets delivered to hosts (TUN writes); the
-    discovery counters too (kept apart: :func:`control_overhead` leaves them out)."""
-    total: dict[str, int] = {"beacons": 0, "delivered": 0}
+    the shell's beacons), the bytes of those packets as the shell put them on the air
+    (``control_bytes``: IP packet bytes, as the peers' nftables counters count them) and
+    data packets delivered to hosts (TUN writes); the discovery counters too (kept
+    apart: :func:`control_overhead` leaves them out)."""
+    total: dict[str, int] = {"beacons": 0, "delivered": 0, "control_bytes": 0}
     for st in statuses:
         engine = (st.get("engine") or {}).get("counters") or {}
         for k in CONTROL_COUNTERS + DISCOVERY_COUNTERS:
@@ -62,19 +64,24 @@ def control_totals(statuses: Iterable[dict[str, Any]]) -> dict[str, int]:
                 total[k] = total.get(k, 0) + v
         counters = st.get("counters") or {}
         total["beacons"] += int(counters.get("beacons_sent") or 0)
+        total["control_bytes"] += int((counters.get("shell") or {}).get("control-tx-bytes") or 0)
         total["delivered"] += int((counters.get("dataplane") or {}).get("tun_tx") or 0)
     return total
 
 
 def control_overhead(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
-    """Routing packets per delivered data packet over the window between two totals."""
+    """Routing packets (and bytes) per delivered data packet over the window between
+    two totals."""
     diff = {k: after.get(k, 0) - before.get(k, 0) for k in after if k not in DISCOVERY_COUNTERS}
     delivered = diff.pop("delivered", 0)
+    control_bytes = diff.pop("control_bytes", 0)
     packets = sum(diff.values())
     return {
         "control_packets": packets,
+        "control_bytes": control_bytes,
         "delivered_packets": delivered,
         "per_delivered": round(packets / delivered, 4) if delivered else None,
+        "bytes_per_delivered": round(control_bytes / delivered, 1) if delivered else None,
         "by_counter": {k: v for k, v in sorted(diff.items()) if v},
     }
 

@@ -74,7 +74,8 @@ def _control(runs: list[dict[str, Any]]) -> float | None:
 
 
 def _control_bytes(runs: list[dict[str, Any]]) -> float | None:
-    """Control bytes per delivered data packet (measured for the peer stacks only)."""
+    """Control bytes per delivered data packet (manetkit daemons: counted by the shell
+    since the control-bytes counters; peers: nftables counters)."""
     return out.mean((d.get("control") or {}).get("bytes_per_delivered") for d in runs)
 
 

@@ -435,6 +435,16 @@ def parse(packet: bytes | bytearray | memoryview) -> tuple[ipv4.IPv4Header, DsrH
     return hdr, parse_header(packet, hdr.ihl, hdr.total_length)
 
 
+def is_control(packet: bytes | bytearray | memoryview) -> bool:
+    """True when ``packet`` is DSR with nothing after its options: Next Header 59 (RFC
+    4728 section 6.1), i.e. a request, reply or error sent on its own rather than
+    piggybacked on data (cheap check, no validation)."""
+    if len(packet) < 21 or packet[9] != ipv4.PROTO_DSR:
+        return False
+    ihl = (packet[0] & 0x0F) * 4
+    return len(packet) > ihl and packet[ihl] == NO_NEXT_HEADER
+
+
 def max_overhead(max_route_length: int) -> int:
     """Bytes the DSR header adds to a data packet in the worst case.
 
