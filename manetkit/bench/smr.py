@@ -426,21 +426,6 @@ def plot(runs: list[dict], variants: list[str], path: Path, title: str = "") -> 
     return report.save_figure(fig, path)
 
 
-def expected_summary(rs: list[dict[str, Any]], dsr_kbps: float | None) -> dict[str, Any]:
-    """Per variant (the runs ``rs``, one per seed): the mean expected throughput per TCP
-    flow (eq. 3.1, bench/expected.py), measured / expected (mean over mean, and per
-    seed), and the ceiling: mean expected / DSR's mean throughput (``dsr_kbps``), the
-    most any variant could gain over DSR on these runs."""
-    exp = report.mean([r.get("mean_expected_kbps") for r in rs])
-    kb = report.mean([r["mean_tcp_kbps"] for r in rs])
-    return {
-        "mean_expected_kbps": exp,
-        "measured_over_expected": expected.ratio(kb, exp),
-        "measured_over_expected_per_seed": [r.get("measured_over_expected") for r in rs],
-        "ceiling_vs_dsr": expected.ratio(exp, dsr_kbps),
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     traffics = [t.strip() for t in args.traffic.split(",") if t.strip()]
@@ -484,7 +469,7 @@ def run(args: argparse.Namespace) -> int:
                 "path_switches": sum(r["path_switches"] for r in rs),
                 "discoveries_avoided": sum(r["discoveries_avoided"] for r in rs),
                 "reconnects": sum(r.get("reconnects", 0) for r in rs),
-                **expected_summary(rs, base),
+                **expected.summary(rs, base, "mean_tcp_kbps", "mean_expected_kbps"),
             }
             summary.append(row)
 
