@@ -76,6 +76,7 @@ from rich.table import Table
 
 from manetkit import procs
 from manetkit.bench import expected, flap, labrun, report
+from manetkit.daemon.engines.base import CONTROL_COUNTERS
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes, stacks
@@ -100,14 +101,8 @@ CBR_BYTES, CBR_PPS = 512, 4.0
 # again (manetkit.experiment.bulk restarts iperf3 as often, RETRY_S = 1 s).
 RETRY_S = 1.0
 CONNECT_TIMEOUT_S = 30.0
-# Control packets in the daemons' counters (dsr.py/smr.py names).
-CONTROL = (
-    "requests-sent",
-    "requests-forwarded",
-    "replies-sent",
-    "control-forwarded",
-    "errors-sent",
-)
+# Control packets in the daemons' counters (every engine's names, disjoint).
+CONTROL = CONTROL_COUNTERS
 
 
 def flows(seed: int, tcp: int, cbr: int, n: int = NODES) -> list[tuple[str, int, int]]:

@@ -31,19 +31,7 @@ from manetkit.bench.expected import hop_timeline as hop_timeline
 from manetkit.bench.expected import pair_metrics as pair_metrics
 from manetkit.bench.expected import ratio as ratio
 from manetkit.bench.expected import time_at_hops as time_at_hops
-
-# Engine counters (manetkit.daemon.engines) that count a routing packet sent or forwarded.
-CONTROL_COUNTERS = (
-    # DSR / SMR (RFC 4728 route request, reply, error)
-    "requests-sent", "requests-forwarded", "replies-sent", "grat-replies", "cache-replies",
-    "errors-sent", "control-forwarded", "ersn-sent", "smr-extra-replies",
-    # AODV (RFC 3561 RREQ, RREP, RERR, RREP-ACK, HELLO)
-    "rreq-sent", "rreq-forwarded", "rrep-sent", "rrep-sent-intermediate",
-    "rrep-sent-gratuitous", "rrep-forwarded", "rrep-ack-sent", "rerr-sent", "hello-sent",
-    # Atra's proactive/predicted errors
-    "predicted-errors-sent", "proactive-errors-sent",
-)  # fmt: skip
-
+from manetkit.daemon.engines.base import CONTROL_COUNTERS as CONTROL_COUNTERS
 
 # Engine counters of route discoveries a source completed, and their summed latency.
 DISCOVERY_COUNTERS = ("discoveries-completed", "discovery-latency-ms")

@@ -43,6 +43,24 @@ from typing import Any
 from manetkit.daemon.wire import ipv4
 from manetkit.events import Event, fields_of, name_of
 
+# --- counters --------------------------------------------------------------------
+
+# The engines' counters that each count a routing control packet put on the air (sent
+# or forwarded), for control-overhead figures (``manetkit experiment``, ``bench smr``,
+# ``bench atra``). Disjoint, so they add up: DSR's ``replies-sent`` already includes its
+# cache, gratuitous and SMR's extra replies (``cache-replies``, ``grat-replies``,
+# ``smr-extra-replies`` say why a reply went out) and ``errors-sent`` Atra's proactive
+# errors; AODV's ``rerr-sent`` includes Atra's predicted RERRs.
+CONTROL_COUNTERS: tuple[str, ...] = (
+    # DSR / SMR (RFC 4728 route request, reply, error; TCP-BuS's ERSN)
+    "requests-sent", "requests-forwarded", "replies-sent", "errors-sent",
+    "control-forwarded", "ersn-sent",
+    # AODV (RFC 3561 RREQ, RREP, RERR, RREP-ACK, HELLO)
+    "rreq-sent", "rreq-forwarded", "rrep-sent", "rrep-sent-intermediate",
+    "rrep-sent-gratuitous", "rrep-forwarded", "rrep-ack-sent", "rerr-sent", "hello-sent",
+)  # fmt: skip
+
+
 # --- actions ---------------------------------------------------------------------
 
 
