@@ -20,6 +20,12 @@ does, by RFC section:
   (``LinkDown``); 8.3.4 a Route Error goes to the failed packet's source; 8.3.5 every node
   that handles a Route Error cuts the link from its cache.
 - 8.4.3 salvaging with another cached route, up to MaxSalvageCount times.
+- 8.2.1 (a node may start a discovery whenever it wants a route) and Holland & Vaidya
+  section 5 (stale caches): when this node's own packet loses the route it took (its
+  transmission failed, or a Route Error for it came back), it asks for a fresh route at
+  once (``rediscover_on_break``) while the packet falls back on another cached route.
+  Without it a 20 m/s lab run stalled 24-69 s: each TCP retransmission, one RTO apart
+  and doubling, took the next stale cached route and no request went out in between.
 - 8.3 (spirit) and Holland & Vaidya section 7 ("negative information"): a link seen
   to fail (``TxFailed``/``LinkDown``, or named by a received Route Error) is *held*:
   no route through it is cached, whatever packet, request or reply carries it, until
@@ -178,6 +184,11 @@ class DsrConfig(SendBufferSettings, BusSettings):
     rerr_ratelimit: int = Field(
         10, ge=1, le=10_000, description="max Route Errors this node sends per second (RFC 3561 10)"
     )
+    rediscover_on_break: bool = Field(
+        True,
+        description="when this node's own packet loses its route, send a Route Request "
+        "at once even if another cached route remains (at most one per RequestPeriod)",
+    )
     broken_link_hold_s: float = Field(
         2.0,
         ge=0,
@@ -265,6 +276,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         self._request_table: OrderedDict[IPv4Address, deque[int]] = OrderedDict()
         self._next_id = self._rng.randrange(0x10000)
         self._grat_sent: dict[tuple[IPv4Address, IPv4Address], float] = {}
+        self._refreshed: dict[IPv4Address, float] = {}  # target -> its last fresh request
         self._down: set[IPv4Address] = set()
         self._fwd_times: deque[float] = deque()  # request rebroadcasts in the last second
         self._rerr_times: deque[float] = deque()  # Route Errors sent in the last second
@@ -756,6 +768,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
                 self.counters["replies-seen"] += 1
                 d = self._discoveries.get(opt.addresses[-1]) if opt.addresses else None
                 fresh = d.sent_at if d is not None and ip.dst == self.address else -1.0
+                if d is None and opt.addresses and ip.dst == self.address:
+                    fresh = self._refreshed.get(opt.addresses[-1], -1.0)
                 if ip.dst == self.address and opt.addresses:
                     self._reply_received(now, (self.address, *opt.addresses), fresh)
                 self._learn_around(now, [ip.dst, *opt.addresses], fresh)
@@ -1006,6 +1020,32 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         d.next_at = now + backoff
         self._schedule(d.next_at, _TIMER_DISCOVERY, d.target)
 
+    def _refresh_route(self, now: float, dst: IPv4Address) -> None:
+        """This node's own packet to ``dst`` lost the route it took: one propagating
+        Route Request now, whether or not the cache still has another route.
+
+        RFC 4728 8.2.1 lets a node start a discovery whenever it wants a route; the
+        cached alternatives may be stale (Holland & Vaidya section 5): learnt from other
+        nodes' requests and routes tens of seconds ago, kept for RouteCacheTimeout (300
+        s). Without asking, each retransmission of a TCP flow (one RTO apart, doubling)
+        tries the next stale route and the flow stalls although a short route exists.
+        A running discovery already asks; else at most one request per target per
+        RequestPeriod. The reply's route is newer, so the cache prefers it at equal length.
+        """
+        cfg = self.config
+        if not cfg.rediscover_on_break or dst in self._discoveries or dst == self.address:
+            return
+        last = self._refreshed.get(dst)
+        if last is not None and now - last < cfg.request_period_ms / 1000:
+            self.counters["rediscover-on-break-ratelimited"] += 1
+            return
+        if len(self._refreshed) > _MAX_MEMO:
+            self._refreshed.clear()
+            self.counters["memo-cleared"] += 1
+        self._refreshed[dst] = now
+        self._send_request(now, _Discovery(dst, now, attempts=1), ttl=cfg.discovery_hop_limit)
+        self.counters["rediscover-on-break"] += 1
+
     # ------------------------------------------------------------------ sending data
     def _send_data(self, packet: bytes, route: Path, salvage: int = 0) -> bytes:
         """Source a packet along ``route`` (route[0] is this node; RFC 4728 8.1.3).
@@ -1114,6 +1154,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
             # Our own packet: try another route, else wait for a new discovery.
             self.counters["rerouted"] += 1
             self.send_local(now, inner)
+            self._refresh_route(now, ip.dst)
             return
         if is_error:
             self._drop("link-broken", packet)  # never a Route Error about a Route Error
@@ -1207,6 +1248,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         lost = self._purge_link(now, err.error_src, bad, "rerr")
         if err.error_dst != self.address:
             return
+        if elfn is not None and elfn.src == self.address:
+            self._refresh_route(now, elfn.dst)  # our packet to elfn.dst was lost
         for dst, next_hop in sorted(lost.items()):
             self._mark_down(dst)
             fields: dict[str, Any] = {

@@ -67,6 +67,10 @@ class SmrConfig(DsrConfig):
         le=10_000,
         description="the destination's wait for more request copies after its first reply",
     )
+    rediscover_on_break: bool = Field(
+        False,
+        description="DSR's ask-at-once after a break; off: SMR's rediscover policy decides",
+    )
     rediscover: Literal["all-broken", "any-broken"] = Field(
         "all-broken", description="ask again when every path broke, or at any break (III-A)"
     )
