@@ -113,10 +113,7 @@ def test_cached_replies_are_delayed_by_route_length():
     sim.engines[A(3)].cache.add(0.0, (A(3), A(7), A(6), A(8)))
     sim.send(A(1), udp_packet(A(1), A(8)))
     sim.run(duration=0.2)
-    replies: dict = {}
-    for f in sim.frames:  # the first reply of each (1 asks again when 2's route breaks)
-        if first(f.packet, dsr.RouteReply):
-            replies.setdefault(f.sender, f.time)
+    replies = {f.sender: f.time for f in sim.frames if first(f.packet, dsr.RouteReply)}
     assert 0.02 <= replies[A(2)] - 0.001 < 0.03  # H * (h - 1 + r), h = 3 hops, H = 10 ms
     assert 0.03 <= replies[A(3)] - 0.001 < 0.04  # h = 4 hops
     assert sim.events(A(1), "route-up")[0]["path"] == [str(A(i)) for i in (1, 2, 9, 8)]

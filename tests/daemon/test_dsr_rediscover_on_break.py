@@ -17,7 +17,7 @@ from tests.daemon.dsrutil import A, dsr_net, first, paths, udp_packet
 
 
 def setup(**cfg):
-    sim = dsr_net([1, 2, 3, 5], [(1, 2), (2, 5)], **cfg)
+    sim = dsr_net([1, 2, 3, 5], [(1, 2), (2, 5)], **{"rediscover_on_break": True, **cfg})
     sim.send(A(1), udp_packet(A(1), A(5), b"first", ident=1))
     sim.run(duration=1.0)  # discovery: 1-2-5
     assert len(sim.delivered[A(5)]) == 1

@@ -185,9 +185,10 @@ class DsrConfig(SendBufferSettings, BusSettings):
         10, ge=1, le=10_000, description="max Route Errors this node sends per second (RFC 3561 10)"
     )
     rediscover_on_break: bool = Field(
-        True,
+        False,
         description="when this node's own packet loses its route, send a Route Request "
-        "at once even if another cached route remains (at most one per RequestPeriod)",
+        "at once even if another cached route remains (at most one per RequestPeriod); "
+        "off until more than one experiment shows it pays for its requests (docs/dsr.md)",
     )
     broken_link_hold_s: float = Field(
         2.0,
