@@ -82,18 +82,19 @@ def stream_sha256(n: int) -> str:
     return h.hexdigest()
 
 
-class _Stop(Exception):
-    """SIGTERM from the driver: the window is over."""
+class Stop(Exception):
+    """SIGTERM from the driver: the window is over (the stream ends here and in
+    ``bench smr``'s reconnecting ones)."""
 
 
-def _on_term(*_: object) -> None:
-    raise _Stop
+def stop_on_term(*_: object) -> None:
+    raise Stop
 
 
 def send(addr: str, port: int, out: Path, mark: int | None = None) -> None:
     """Connect and write the stream until SIGTERM; record bytes written and any error.
     ``mark``: SO_MARK (the proxy's own mark makes the connection bypass interception)."""
-    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, stop_on_term)
     res: dict = {"sent": 0, "error": None}
     try:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -110,7 +111,7 @@ def send(addr: str, port: int, out: Path, mark: int | None = None) -> None:
             if not block:
                 k += 1
                 block = memoryview(stream_block(k))
-    except _Stop:
+    except Stop:
         pass
     except OSError as exc:
         res["error"] = repr(exc)
@@ -121,7 +122,7 @@ def send(addr: str, port: int, out: Path, mark: int | None = None) -> None:
 def recv(port: int, out: Path) -> None:
     """Accept one connection and read until SIGTERM, recording (time, total bytes) per
     read (CLOCK_MONOTONIC, shared by every namespace); ``OUT.first`` marks the first byte."""
-    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, stop_on_term)
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind(("0.0.0.0", port))
@@ -138,7 +139,7 @@ def recv(port: int, out: Path) -> None:
             res["bytes"] += n
             res["samples"].append((round(time.monotonic(), 4), res["bytes"]))
         res["eof"] = True
-    except _Stop:
+    except Stop:
         pass
     except OSError as exc:
         res["error"] = repr(exc)

@@ -511,14 +511,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-class _Stop(Exception):
-    """SIGTERM from the bench: the window is over."""
-
-
-def _on_term(*_: object) -> None:
-    raise _Stop
-
-
 def _error_name(exc: OSError) -> str:
     """``ECONNRESET``, ``ENETUNREACH``...; the exception's class when it has no errno
     (a connect timeout)."""
@@ -544,7 +536,7 @@ def send_stream(
     receiver got over the window. ``OUT`` (JSON, written on SIGTERM): bytes written,
     connect ``attempts`` (``attempts - 1`` are the reconnects), ``connects`` that
     succeeded, and each error by errno name; each error is also a line on stderr."""
-    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, flap.stop_on_term)
     res: dict[str, Any] = {
         "sent": 0,
         "attempts": 0,
@@ -573,7 +565,7 @@ def send_stream(
             finally:
                 s.close()
             time.sleep(retry_s)
-    except _Stop:
+    except flap.Stop:
         pass
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     out.write_text(json.dumps(res))
@@ -587,7 +579,7 @@ def recv_streams(port: int, out: Path) -> None:
     still hangs here (the peer proxy has not yet given up on it), so all are read at
     once. ``OUT`` (JSON, written on SIGTERM) adds the connections accepted, how many
     ended in EOF, and each receive error by errno name."""
-    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, flap.stop_on_term)
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind(("0.0.0.0", port))
@@ -624,7 +616,7 @@ def recv_streams(port: int, out: Path) -> None:
                 res["eofs"] += n == 0
                 sel.unregister(sock)
                 sock.close()
-    except _Stop:
+    except flap.Stop:
         pass
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     out.write_text(json.dumps(res))

@@ -53,8 +53,6 @@ from manetkit.daemon.linksense.base import (
 from manetkit.daemon.linksense.hello import HelloBackend, is_hello, parse_hello
 from manetkit.daemon.linksense.hysteresis import Decision, Down, LinkMonitor, Signal, Up
 from manetkit.daemon.neighbours import NeighbourTable
-from manetkit.daemon.wire import aodv as aodv_wire
-from manetkit.daemon.wire import dsr as dsr_wire
 from manetkit.errors import UserError
 from manetkit.jsonlines import Access, socket_alive
 from manetkit.macaddr import format_mac, parse_mac
@@ -65,14 +63,6 @@ _ETH_HLEN = 14
 RADIO_RETRY_S = 0.2  # how often a vanished radio interface is looked for
 MAC_CHECK_S = 0.5  # how often the radio's MAC is re-read (it may change under us)
 T = TypeVar("T")
-
-# Which frames are routing control, per protocol, for the control-bytes counters (the
-# engines count control packets by kind; bytes are counted here, on what goes on the air).
-CONTROL_FRAMES: dict[str, Callable[[bytes], bool]] = {
-    "aodv": aodv_wire.is_control,
-    "dsr": dsr_wire.is_control,
-    "smr": dsr_wire.is_control,
-}
 
 
 def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
@@ -135,7 +125,9 @@ class Daemon:
         self._fatal: str | None = None  # why the daemon stops on its own (exit non-zero)
         self._recovering: set[str] = set()  # "tun", "radio": a recovery task is running
         self._hello_port = cfg.link_sensing.hello.port
-        self._is_control = CONTROL_FRAMES.get(cfg.protocol)
+        # Control bytes are counted here, on what goes on the air; the engine's wire
+        # says which frames are control (the engines count control packets by kind).
+        self._is_control = self.engine.is_control_frame
         # Control-plane MACs (docs/security.md): verified before the engine, signed after.
         self.auth = Authenticator.from_config(cfg.auth, self._hello_port) if cfg.auth else None
         self.started_at = time.time()

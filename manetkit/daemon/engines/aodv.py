@@ -242,6 +242,7 @@ class _Discovery:
 
 class AodvEngine(AodvAtraHooks, RoutingEngine):
     name = "aodv"
+    is_control_frame = staticmethod(aodv.is_control)  # UDP/654
 
     def __init__(
         self, address: IPv4Address, config: AodvConfig, neighbours: NeighbourTable

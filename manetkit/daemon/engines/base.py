@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
@@ -151,6 +152,9 @@ class RoutingEngine(ABC):
     name: str = "?"
     # True: the shell makes the radio promiscuous and feeds overhear_frame.
     wants_overheard: bool = False
+    # Which of this engine's frames are routing control (its wire's test), for the
+    # shell's control-bytes counters; None: the engine sends no control of its own.
+    is_control_frame: Callable[[bytes], bool] | None = None
 
     def __init__(self) -> None:
         self._actions: deque[Action] = deque()

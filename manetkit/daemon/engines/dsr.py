@@ -250,6 +250,7 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
 
     name = "dsr"
     wants_overheard = True  # 8.4.4 route shortening needs promiscuous receive
+    is_control_frame = staticmethod(dsr.is_control)  # Next Header 59: nothing but options
     # send_local may reuse the last route per destination for _HOT_REFRESH (a subclass
     # that changes route per packet, SMR's round robin, turns this off).
     memo_routes = True
