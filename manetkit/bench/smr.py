@@ -14,7 +14,8 @@ no rate) and ``5tcp``. Flows are random distinct node pairs drawn from the seed.
 
 Each (traffic, seed) runs every variant (``--variants``: dsr, concurrent, backup1,
 backup2; backup1-cache is backup1 with ``after_all_broken: cache``, SMR as it was before
-a source rediscovered once both paths broke) on a fresh lab with the same mobility and
+a source rediscovered once both paths broke; dsr-rediscover is DSR with
+``rediscover_on_break``, docs/dsr.md) on a fresh lab with the same mobility and
 flows. After ``--warmup`` s the
 window of ``--duration`` s is measured:
 
@@ -91,6 +92,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "backup2": ("smr", {"mode": "backup2"}),
     # SMR before a source rediscovered once both paths broke (it kept to DSR's cache).
     "backup1-cache": ("smr", {"mode": "backup1", "after_all_broken": "cache"}),
+    # DSR asking again at once when its own packet loses its route (docs/dsr.md; off by
+    # default): the stale-cache stall of bench atra's rwp-30 seed 2 (docs/atra.md).
+    "dsr-rediscover": ("dsr", {"rediscover_on_break": True}),
 }
 TRAFFIC: dict[str, tuple[int, int]] = {"1tcp": (1, 0), "1tcp4cbr": (1, 4), "5tcp": (5, 0)}
 NODES = 50
@@ -255,16 +259,16 @@ def _py(lab: str, node: int, module: str, *args: str) -> subprocess.Popen[bytes]
     return labrun.ns_python(lab, f"n{node}", module, *args, stderr=subprocess.DEVNULL)
 
 
-def _daemon_extra(
-    work: Path, protocol: str, values: dict[str, Any]
-) -> contextlib.AbstractContextManager[None]:
-    """MANETKIT_LAB_DAEMON_CONFIG for this variant while the lab comes up."""
-    path = work / f"daemon-{protocol}-{values.get('mode', 'dsr')}.yaml"
+def _daemon_extra(work: Path, variant: str) -> contextlib.AbstractContextManager[None]:
+    """MANETKIT_LAB_DAEMON_CONFIG for this variant while the lab comes up (the file is
+    named by the variant: two variants of one protocol or mode differ in it)."""
+    protocol, values = VARIANTS[variant]
+    path = work / f"daemon-{variant}.yaml"
     return labrun.env_config(stacks.EXTRA_ENV, path, {protocol: values} if values else {})
 
 
 def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, work: Path) -> dict:
-    protocol, values = VARIANTS[variant]
+    protocol = VARIANTS[variant][0]
     tcp, cbr = TRAFFIC[traffic]
     fl = flows(seed, tcp, cbr)
     lab = f"smrb{os.getpid() % 1000}"
@@ -286,7 +290,7 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
     try:
         cc = {} if args.cc == "default" else {"congestion_control": args.cc}
         with (
-            _daemon_extra(work, protocol, values),
+            _daemon_extra(work, variant),
             labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", cc),
         ):
             nodes.up(SHIPPED_SCENARIOS / "rwp-50.yaml", name=lab, overrides=overrides, timeout=180)

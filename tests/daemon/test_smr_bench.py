@@ -19,6 +19,8 @@ import pytest
 from manetkit import procs
 from manetkit.bench import expected, flap
 from manetkit.bench.smr import (
+    VARIANTS,
+    _daemon_extra,
     counters,
     endpoints,
     flows,
@@ -28,6 +30,8 @@ from manetkit.bench.smr import (
     sender_result,
     ss_retrans,
 )
+from manetkit.daemon.config import DaemonConfig, parse_config
+from manetkit.lab import stacks
 from manetkit.procs import wait_for
 from manetkit.proxy.config import ProxyConfig
 
@@ -160,6 +164,29 @@ def test_counters_sum_and_endpoints_keep_each_flow_end() -> None:
     assert ends["n1"]["multipath"] == [{"dst": "10.42.0.2", "role": "primary"}]
     assert ends["n1"]["cached_paths"] == 1
     assert ends["n2"] == {"counters": {"requests-sent": 1}, "multipath": [], "cached_paths": 0}
+
+
+def test_each_variant_gets_its_own_daemon_config(tmp_path: Path) -> None:
+    # What a lab node's daemon would run with, per variant: the extra config the bench
+    # points MANETKIT_LAB_DAEMON_CONFIG at, merged and validated as `lab up` does.
+    def config(variant: str) -> DaemonConfig:
+        with _daemon_extra(tmp_path, variant):
+            extra = stacks.extra_from_env()
+        protocol = VARIANTS[variant][0]
+        return parse_config(stacks.daemon_config("lab", "n1", protocol, extra))
+
+    plain, ask = config("dsr"), config("dsr-rediscover")
+    assert plain.protocol == ask.protocol == "dsr"
+    assert plain.dsr.rediscover_on_break is False
+    assert ask.dsr.rediscover_on_break is True
+    b1, b1c = config("backup1"), config("backup1-cache")
+    assert b1.smr.mode == b1c.smr.mode == "backup1"
+    assert (b1.smr.after_all_broken, b1c.smr.after_all_broken) == ("discover", "cache")
+    # Two variants of one protocol (or SMR mode) no longer share one file.
+    names = {p.name for p in tmp_path.glob("daemon-*.yaml")}
+    assert names == {
+        f"daemon-{v}.yaml" for v in ("dsr", "dsr-rediscover", "backup1", "backup1-cache")
+    }
 
 
 def test_sender_result_counts_attempts_after_the_first(tmp_path: Path) -> None:
