@@ -8,9 +8,16 @@ reaching the engines as link sensing's SignalSamples. Motion is driven through t
 medium's control socket (``lab move``) so the test knows when each step happened; the
 break time is the medium's ground truth (its graph log), not a guess.
 
-With ``atra.rfp`` on, asserted: a ``predicted-failure`` and a ``path-switch``
-(predicted-failure, to n3) on n1 before the ground truth drops n1-n2 or n2-n4; n1's TCP
-data leaves over n3 before the break; no gap longer than 0.5 s in the data n4 receives.
+With ``atra.rfp`` on, asserted: a ``predicted-failure`` on n1 and a ``path-switch``
+(predicted-failure, to the relay that stays) on n1 or n4 before the ground truth drops
+n1-n2 or n2-n4; n1's TCP data frames leave over the relay that stays before the break
+(tcpdump on n1's radio, decoded by tshark as DSR) and none over the walker after it; no
+gap longer than 0.5 s in the data n4 receives. Which end switches depends on which
+prediction comes first: n1's own (its path-switch), or the walker's PREDICTED Route
+Error to n4, the source of the ACKs (n4 switches and asks for a route; the walker does
+not forward that request, so n1 learns the route over the relay that stays from it and
+takes it as the newest of two equally short routes, RFC 4728 8.1.3 leaves the choice to
+the cache: no event on n1).
 Without Atra the source hears of the break only when it happens (a route-down); the
 stall of that normal break is recorded (about 0.3 s here against 0.05 s with RFP).
 """
@@ -18,6 +25,7 @@ stall of that normal break is recorded (about 0.3 s here against 0.05 s with RFP
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import pytest
 from scapy.layers.inet import IP, TCP
@@ -26,11 +34,14 @@ from scapy.utils import rdpcap
 from manetkit import paths
 from manetkit.lab.medium.control import control
 from manetkit.lab.medium.groundtruth import read_log
+from tests.helpers import tshark
+from tests.helpers.dsrframes import hop_list
 from tests.helpers.lab import SCENARIOS, EventLog, nsexec, nspopen, status, wait_for, wait_ping
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 DST = "10.42.0.4"
+RELAYS = {"n2": "10.42.0.2", "n3": "10.42.0.3"}
 SPEED = 20.0  # m/s: n2's links break 150 m north of the line, 7.5 s into the walk
 
 
@@ -50,7 +61,20 @@ def _relay_in_use(lab: str) -> str:
     paths_ = [p for p in status(lab, "n1")["engine"]["paths"] if p["dst"] == DST and p["hops"] == 2]
     assert paths_, "n1 has no 2-hop path to n4"
     used = min(paths_, key=lambda p: p["idle_s"])
-    return {"10.42.0.2": "n2", "10.42.0.3": "n3"}[used["next_hop"]]
+    return {v: k for k, v in RELAYS.items()}[used["next_hop"]]
+
+
+def _first_hops(pcap) -> list[tuple[float, str]]:
+    """(time, first hop) of n1's TCP data frames on its radio, as tshark decodes DSR."""
+    frames = rdpcap(str(pcap))
+    out = []
+    for f, layers in zip(frames, tshark.decode([bytes(f) for f in frames]), strict=True):
+        ip, tcp = layers.get("ip", {}), layers.get("tcp", {})
+        if ip.get("ip.src") != "10.42.0.1" or ip.get("ip.proto") != "48":
+            continue
+        if int(tcp.get("tcp.len", "0")) > 0:
+            out.append((float(f.time), hop_list(layers["dsr"]["Options"]["Source route"])[0]))
+    return out
 
 
 def _walk(lab_factory, tmp_path, atra: bool):
@@ -63,11 +87,16 @@ def _walk(lab_factory, tmp_path, atra: bool):
     control(lab, {"cmd": "move", "node": "n3", "x": 200, "y": -60})
     nsexec(lab, "n4", "iperf3", "-s", "-1", "-D", "-B", DST)
     wait_for(lambda: ":5201" in nsexec(lab, "n4", "ss", "-ltn").stdout, 10, "iperf3 server")
-    log = EventLog(lab, "n1")
+    log, log4 = EventLog(lab, "n1"), EventLog(lab, "n4")
     pcap = tmp_path / f"n4-{atra}.pcap"
     cap = nspopen(lab, "n4", "tcpdump", "-i", "mesh0", "-U", "-n", "-w", str(pcap), "tcp")
-    assert cap.stdout is not None
-    wait_for(lambda: "listening" in cap.stdout.readline(), 10, "tcpdump on n4's mesh0")
+    radio = tmp_path / f"n1-radio0-{atra}.pcap"
+    rcap = nspopen(
+        lab, "n1", "tcpdump", "-i", "radio0", "-U", "-n", "-w", str(radio), "ether proto 0x88b5"
+    )
+    for c, what in ((cap, "n4's mesh0"), (rcap, "n1's radio0")):
+        assert c.stdout is not None
+        wait_for(lambda c=c: "listening" in c.stdout.readline(), 10, f"tcpdump on {what}")
     client = nspopen(lab, "n1", "iperf3", "-c", DST, "-t", "16", "-l", "1000")
     try:
         time.sleep(3.0)  # a running transfer (real time, not a protocol timer)
@@ -78,11 +107,12 @@ def _walk(lab_factory, tmp_path, atra: bool):
         control(lab, {"cmd": "move", "node": relay, "x": 200, "y": y, "speed": SPEED})
         client.communicate(timeout=60)
     finally:
-        for p in (client, cap):
+        for p in (client, cap, rcap):
             if p.poll() is None:
                 p.terminate()
                 p.wait(timeout=10)
         log.close()
+        log4.close()
     t_break = _break_wall(lab, relay, t_walk)
     assert t_break is not None, f"the ground truth never dropped {relay}'s links"
     arrivals = [
@@ -94,27 +124,61 @@ def _walk(lab_factory, tmp_path, atra: bool):
     gaps = [b - a for a, b in zip(window, window[1:], strict=False)]
     engine = status(lab, "n1")["engine"]
     stays = "10.42.0.3" if relay == "n2" else "10.42.0.2"
-    return log, t_walk, t_break, max(gaps, default=99.0), window, engine, stays
+    return Walk(log, log4, t_walk, t_break, max(gaps, default=99.0), window, engine, RELAYS[relay],
+                stays, radio)  # fmt: skip
+
+
+@dataclass
+class Walk:
+    log: EventLog  # n1's events
+    log4: EventLog  # n4's
+    t_walk: float
+    t_break: float
+    stall: float  # the longest gap in the data n4 received around the break
+    window: list[float]
+    engine: dict  # n1's engine status at the end
+    walker: str  # the relay that walked away (address)
+    stays: str  # the relay that stayed
+    radio: object  # n1's radio0 pcap
 
 
 def test_rfp_switches_before_the_break_without_a_stall(
     lab_factory, tmp_path, record_property
 ) -> None:
-    log, t_walk, t_break, stall, window, engine, stays = _walk(lab_factory, tmp_path, atra=True)
-    pf = [e for e in log.named("predicted-failure") if e["time"] >= t_walk]
-    assert pf, f"n1 predicted nothing; events: {log.events[-10:]}"
-    sw = [e for e in log.named("path-switch") if e["time"] >= t_walk and e["dst"] == DST]
-    assert sw, f"no path-switch; events: {log.events[-10:]}"
-    assert sw[0]["reason"] == "predicted-failure"
-    assert sw[0]["to_path"] == ["10.42.0.1", stays, DST]
-    lead = t_break - sw[0]["time"]
-    record_property("switch_before_break_s", round(lead, 3))
-    record_property("max_stall_s", round(stall, 3))
-    print(f"rfp: switched {lead:.2f} s before the break; longest gap at n4 {stall:.3f} s")
-    assert lead > 0, "switched only after the break"
-    assert window and window[-1] > t_break + 3, "the transfer stopped after the walk"
-    assert stall < 0.5
-    assert engine["atra"]["predictions"] >= 1
+    w = _walk(lab_factory, tmp_path, atra=True)
+    pf = [e for e in w.log.named("predicted-failure") if e["time"] >= w.t_walk]
+    assert pf, f"n1 predicted nothing; events: {w.log.events[-10:]}"
+    # n1 switches its data, or n4 its ACKs (then n1 takes the route n4's request taught)
+    sw = [
+        e
+        for node, log, dst in (("n1", w.log, DST), ("n4", w.log4, "10.42.0.1"))
+        for e in ({**x, "node": node} for x in log.named("path-switch"))
+        if e["time"] >= w.t_walk and e["dst"] == dst
+    ]
+    assert sw, f"no path-switch; n1: {w.log.events[-8:]}; n4: {w.log4.events[-8:]}"
+    first = min(sw, key=lambda e: e["time"])
+    assert first["reason"] == "predicted-failure", first
+    assert w.stays in first["to_path"] and w.walker not in first["to_path"], first
+    hops = _first_hops(w.radio)
+    before = [h for t, h in hops if w.t_walk <= t < w.t_break]
+    assert before and before[0] == w.walker, "the transfer did not start over the walker"
+    moved = next((t for t, h in hops if t >= w.t_walk and h == w.stays), None)
+    assert moved is not None, "no data of n1 over the relay that stays"
+    late = [t for t, h in hops if t >= w.t_break and h == w.walker]
+    lead = w.t_break - moved
+    record_property("switched_by", first["node"])
+    record_property("switch_before_break_s", round(w.t_break - first["time"], 3))
+    record_property("data_moved_before_break_s", round(lead, 3))
+    record_property("max_stall_s", round(w.stall, 3))
+    print(
+        f"rfp: {first['node']} switched {w.t_break - first['time']:.2f} s and n1's data "
+        f"moved {lead:.2f} s before the break; longest gap at n4 {w.stall:.3f} s"
+    )
+    assert lead > 0, "n1's data moved to the relay that stays only after the break"
+    assert not late, f"{len(late)} data frames over the walker after the break"
+    assert w.window and w.window[-1] > w.t_break + 3, "the transfer stopped after the walk"
+    assert w.stall < 0.5
+    assert w.engine["atra"]["predictions"] >= 1
 
 
 def test_without_rfp_the_source_learns_of_the_break_when_it_happens(
@@ -123,7 +187,8 @@ def test_without_rfp_the_source_learns_of_the_break_when_it_happens(
     """The baseline: DSR reacts to the break (a route-down at n1 once the ground truth
     dropped the link). In this 4-node lab a normal break costs only a few hundred ms
     (802.11 retries at 2 Mbit/s, then n3's route): recorded, not asserted."""
-    log, t_walk, t_break, stall, _, engine, _ = _walk(lab_factory, tmp_path, atra=False)
+    w = _walk(lab_factory, tmp_path, atra=False)
+    log, t_walk, t_break, stall, engine = w.log, w.t_walk, w.t_break, w.stall, w.engine
     assert not log.named("predicted-failure")
     assert "atra" not in engine
     down = [e for e in log.named("route-down") if e["time"] >= t_walk and e["dst"] == DST]
