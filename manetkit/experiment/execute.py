@@ -4,7 +4,8 @@ The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random w
 ``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. The traffic
 starts ``warmup_s`` after the *medium* started (the same movement in every stack's
 window at a seed and speed; ``late_s`` > 0 when the lab took longer to come up) and
-lasts its window; the daemons' counters are
+lasts its window, with its CBR ``background`` flows (if any) running beside it from the
+start; the daemons' counters are
 read at both ends of the window, and the medium's ground-truth log before the lab goes
 down (it lives in the lab's directory). Whatever happens the lab is brought down and every
 process the run started is stopped.
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit import paths, procs
-from manetkit.experiment import bulk, metrics, peercount, web, wrk
+from manetkit.experiment import background, bulk, metrics, peercount, web, wrk
 from manetkit.experiment.spec import (
     MANETKIT_STACKS,
     PEER_STACKS,
@@ -29,6 +30,7 @@ from manetkit.experiment.spec import (
     Run,
     Spec,
     Wrk,
+    background_pairs,
     bulk_pairs,
     http_pairs,
     lab_stack,
@@ -131,6 +133,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     started: list[subprocess.Popen[Any]] = []
     flows: list[bulk.Flow] = []
+    cbr: list[background.CbrFlow] = []
     doc: dict[str, Any] = {
         "status": "ok",
         "run": run.name,
@@ -156,6 +159,9 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         start = medium_start(lab) + spec.warmup_s
         doc["late_s"] = round(max(0.0, time.time() - start), 2)
         time.sleep(max(0.0, start - time.time()))
+        if traffic.background is not None:
+            bg_pairs = background_pairs(traffic, run.seed, n)
+            cbr = background.start(lab, traffic.background, bg_pairs, work)
         c0 = _control(lab, n, stack)
         if isinstance(traffic, Bulk):
             pairs = bulk_pairs(traffic, run.seed, n)
@@ -171,6 +177,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         events = read_log(paths.ground_truth_log(lab))
     finally:
         bulk.stop(flows)
+        background.stop(cbr)
         procs.stop_all(started, grace=5)
         nodes.down(lab)
     t0 = float(events[0]["wall"]) - float(events[0]["t"])
@@ -189,6 +196,8 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         doc["bulk"] = _bulk_doc(bulk.results(flows, duration), gt)
     elif isinstance(traffic, Http):
         doc["http"] = _http_doc(pairs, work)
+    if traffic.background is not None:
+        doc["background"] = background.results(traffic.background, cbr)
     doc["finished"] = round(time.time(), 3)
     return doc
 

@@ -81,8 +81,35 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Background(_Strict):
+    """CBR/UDP flows beside a run's traffic for its whole window (Dyer & Boppana section
+    III: 10 flows of 512-byte packets, 100 kbit/s in all)."""
+
+    flows: int = Field(10, ge=1, le=100)
+    kbps: float = Field(100.0, gt=0, le=2000, description="offered load of all flows together")
+    packet_bytes: int = Field(512, ge=16, le=1472, description="UDP payload per datagram")
+    pairs: list[Pair] | None = Field(
+        None, description="(sender, receiver) per flow; default: seeded random pairs"
+    )
+
+    @model_validator(mode="after")
+    def _pairs_match(self) -> Background:
+        if self.pairs is not None:
+            if len(self.pairs) != self.flows:
+                raise ValueError(f"pairs: {len(self.pairs)} pairs given for flows: {self.flows}")
+            _distinct_ends(self.pairs)
+        return self
+
+    def pps(self) -> float:
+        """Datagrams per second of each flow."""
+        return self.kbps * 1000 / 8 / self.packet_bytes / self.flows
+
+
 class _Traffic(_Strict):
     name: str | None = Field(None, pattern=_NAME, description="names the runs (default: kind)")
+    background: Background | None = Field(
+        None, description="CBR/UDP flows running beside this traffic (default: none)"
+    )
     duration_s: float | None = Field(
         None, gt=0, le=3600, description="traffic window; default: the spec's duration_s"
     )
@@ -97,6 +124,9 @@ class _Traffic(_Strict):
 
     def endpoints(self) -> list[str]:
         return []
+
+    def background_endpoints(self) -> list[str]:
+        return [n for p in (self.background.pairs or []) for n in p] if self.background else []
 
 
 class Bulk(_Traffic):
@@ -421,7 +451,7 @@ def _check_against(spec: Spec, sc: Scenario, where: str) -> list[str]:
         )
     names = set(sc.node_names)
     for i, t in enumerate(spec.traffics):
-        for n in t.endpoints():
+        for n in [*t.endpoints(), *t.background_endpoints()]:
             if n not in names:
                 out.append(f"  traffics[{i}]: node {n!r} is not in {where} (n1..n{sc.nodes})")
         need = 0
@@ -494,3 +524,20 @@ def http_pairs(t: Http, seed: int, nodes: int) -> list[Pair]:
     picked = [f"n{k}" for k in rng.sample(range(1, nodes + 1), t.clients + t.servers)]
     servers, clients = picked[: t.servers], picked[t.servers :]
     return [(c, servers[i % t.servers]) for i, c in enumerate(clients)]
+
+
+def background_pairs(t: _Traffic, seed: int, nodes: int) -> list[Pair]:
+    """The CBR flows' (sender, receiver): given, or drawn from the run's seed (the same
+    for every stack and proxy at that seed), each a random pair of distinct nodes
+    (Dyer & Boppana pick them apart from the HTTP clients and servers only by chance)."""
+    bg = t.background
+    if bg is None:
+        return []
+    if bg.pairs is not None:
+        return list(bg.pairs)
+    rng = random.Random(f"cbr-{t.label()}-{seed}")
+    out: list[Pair] = []
+    for _ in range(bg.flows):
+        a, b = rng.sample(range(1, nodes + 1), 2)
+        out.append((f"n{a}", f"n{b}"))
+    return out

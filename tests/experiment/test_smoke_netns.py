@@ -1,5 +1,6 @@
 """The CI smoke matrix end to end: configs/experiments/smoke.yaml through the real CLI
-(chain-3, DSR, bulk TCP 5 s with iperf3, one HTTP session client 10 s), then its report."""
+(chain-3, DSR, bulk TCP 5 s with iperf3, one HTTP session client 10 s beside a CBR
+flow), then its report."""
 
 from __future__ import annotations
 
@@ -32,9 +33,15 @@ def test_the_smoke_matrix_runs_end_to_end_and_resumes(
     assert flow["expected_kbps"] == 683.0
     assert flow["measured_over_expected"] == pytest.approx(flow["goodput_kbps"] / 683.0, abs=1e-3)
     assert bulk["control"]["delivered_packets"] > 0
-    http = json.loads((runs / "chain-3_dsr_none_v0_s1_http.json").read_text())["http"]
+    http_run = json.loads((runs / "chain-3_dsr_none_v0_s1_http.json").read_text())
+    http = http_run["http"]
     assert http["pages_completed"] >= 1
     assert http["service_s"]["mean"] > 0
+    # the CBR background ran beside the pages, n3 -> n1 at 4 datagrams a second
+    bg = http_run["background"]
+    assert bg["flows"][0]["src"] == "n3" and bg["flows"][0]["dst"] == "n1"
+    assert bg["sent"] >= 4 * 8  # about the 10 s window at 4/s
+    assert bg["delivery_ratio"] > 0.8, bg  # a static 2-hop chain loses next to nothing
     assert (out / "report" / "goodput-chain-3-bulk1.png").exists()
     assert (out / "report" / "http-chain-3-http.png").exists()
     assert not netns.list_names("mk-mkx")  # every lab of the runs is down

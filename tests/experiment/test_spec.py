@@ -73,6 +73,14 @@ def test_the_shipped_specs_load():
         ({"stacks": ["babeld"], "proxies": ["elfn"]}, "proxies", "no run"),
         ({"traffics": [{"kind": "bulk", "stacks": ["aodv"]}]}, "traffics", "aodv not in"),
         ({"traffics": [{"kind": "bulk", "stacks": []}]}, "traffics[0].stacks", "at least 1"),
+        ({"traffics": [{"kind": "bulk", "background": {"flows": 0}}]},
+         "traffics[0].background.flows", "greater than or equal to 1"),
+        ({"traffics": [{"kind": "bulk", "background": {"packet_bytes": 2000}}]},
+         "traffics[0].background.packet_bytes", "less than or equal to 1472"),
+        ({"traffics": [{"kind": "bulk", "background": {"flows": 2, "pairs": [["n1", "n2"]]}}]},
+         "traffics[0].background: pairs", "1 pairs given for flows: 2"),
+        ({"traffics": [{"kind": "bulk", "background": {"flows": 1, "pairs": [["n1", "n7"]]}}]},
+         "traffics[0]", "'n7' is not in"),
     ],
 )  # fmt: skip
 def test_a_bad_spec_is_refused_naming_the_field(over, field, reason):
