@@ -12,7 +12,9 @@ runs every variant on a fresh lab with the same mobility and flow:
 * ``dsr+atra+elfn``: both;
 * ``dsr+rfp``, ``dsr+pre``, ``dsr+srp``: one mechanism each (which one costs or gains).
 
-Measured after ``--warmup`` s over ``--duration`` s: the TCP receiver's goodput
+Measured over ``--duration`` s from medium time ``--window-start`` (the medium's
+mobility clock, as ``bench smr``: same seed, same movement in every variant's window),
+``--warmup`` s after the flow started: the TCP receiver's goodput
 (kbit/s); the daemons' Atra counters summed (predictions, hits and false alarms as the
 engines score them, breaks not predicted, predicted / proactive errors sent, pinned
 flows); the TCP retransmission ratio of the connection that crosses the mesh (the
@@ -87,6 +89,10 @@ VARIANTS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "aodv+atra+elfn": ("aodv", ALL, "elfn"),
 }
 DEFAULT_VARIANTS = "dsr,dsr+elfn,dsr+atra,dsr+atra+elfn"
+# Medium seconds at which the window opens (--window-start): 30 nodes came up about
+# 30 s after the medium started on this 2-core machine (``lab_up_s`` in the run JSON;
+# bench smr's 50 take 49-57 s), so with the 10 s warm-up the traffic starts at 50 s.
+WINDOW_START_S = 60.0
 COUNTERS = (
     "predictions",
     "hits",
@@ -301,17 +307,18 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
     try:
         with _daemon_extra(work, atra):
             nodes.up(SHIPPED_SCENARIOS / "rwp-30.yaml", name=lab, overrides=overrides, timeout=180)
+        win = labrun.MediumWindow(lab, tag, args)  # same seed, same movement (bench smr)
         preds = Predictions(lab)
         started.append(_py(lab, dst, "manetkit.bench.flap", "recv", "--port", str(TCP_PORT),
                          "--out", str(out)))  # fmt: skip
-        time.sleep(1.0)
+        receivers = time.monotonic()
+        win.traffic()
+        time.sleep(max(0.0, receivers + 1.0 - time.monotonic()))  # receiver listening
         started.append(_py(lab, src, "manetkit.bench.flap", "send", "--addr", addr(dst),
                          "--port", str(TCP_PORT), "--out", str(work / f"{tag}-send.json")))  # fmt: skip
-        time.sleep(args.warmup)
+        t0, w0 = win.open()
         s0 = engine_statuses(lab)
-        t0, w0 = time.monotonic(), time.time()
-        time.sleep(args.duration)
-        t1, w1 = time.monotonic(), time.time()
+        t1, w1 = win.close()
         s1 = engine_statuses(lab)
         ss, retrans = flow_retrans(lab, src, dst, proxy)
         (work / f"{tag}-ss.txt").write_text(ss)  # what the ratio was read from
@@ -341,6 +348,8 @@ def run_one(variant: str, speed: float, seed: int, args: argparse.Namespace, wor
         "seed": seed,
         "flow": {"src": f"n{src}", "dst": f"n{dst}"},
         "window_s": round(t1 - t0, 2),
+        "window_wall": [round(w0, 3), round(w1, 3)],
+        **win.record(),  # the window in medium time, and how late it opened
         "tcp_kbps": round(kbps, 1),
         # Holland & Vaidya eq. 3.1 on this run's ground truth (bench/expected.py)
         "expected_kbps": exp["expected_kbps"],
@@ -418,6 +427,7 @@ def run(args: argparse.Namespace) -> int:
     for v in variants:
         if v not in VARIANTS:
             raise UserError(f"--variants: {v!r} is not one of {', '.join(VARIANTS)}")
+    labrun.check_window(args)
     work = Path(args.out) / "atra-runs"
     work.mkdir(parents=True, exist_ok=True)
     runs = []
@@ -488,7 +498,8 @@ def run(args: argparse.Namespace) -> int:
             )  # fmt: skip
     report.show(
         table,
-        f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
+        f"window {args.duration:g} s from medium t = {args.window_start:g} s after "
+        f"{args.warmup:g} s warm-up; means over seeds; "
         "x DSR = goodput / default DSR's in the same run; expected: Holland & Vaidya eq. 3.1 "
         "on the run's ground truth (T_i: --chain-table); meas/exp = mean kbit/s / mean "
         "expected; ceiling x DSR = mean expected / DSR's mean kbit/s (the most a variant "
@@ -518,6 +529,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default="1", help="comma-separated seeds (1)")
     parser.add_argument("--duration", type=float, default=50.0, help="measured seconds (50)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
+    labrun.add_window_argument(parser, WINDOW_START_S, "rwp-30 comes up in about 30 s here")
     parser.add_argument(
         "--lookahead", type=float, default=2.0, help="Atra look-ahead, for scoring (2)"
     )

@@ -16,8 +16,10 @@ Each (traffic, seed) runs every variant (``--variants``: dsr, concurrent, backup
 backup2; backup1-cache is backup1 with ``after_all_broken: cache``, SMR as it was before
 a source rediscovered once both paths broke; dsr-rediscover is DSR with
 ``rediscover_on_break``, docs/dsr.md) on a fresh lab with the same mobility and
-flows. After ``--warmup`` s the
-window of ``--duration`` s is measured:
+flows. The window of ``--duration`` s opens at medium time ``--window-start`` (the
+medium's mobility clock, not the wall clock after the lab came up: same seed, same
+movement in every variant's window; ``window_medium``, ``window_late_s`` in the run
+JSON), ``--warmup`` s after the traffic started, and measures:
 
 * throughput: bytes each TCP receiver's application got in the window / its length
   (kbit/s; the mean over the TCP flows). The senders (:func:`send_stream`) dial again
@@ -105,6 +107,11 @@ CBR_BYTES, CBR_PPS = 512, 4.0
 # again (manetkit.experiment.bulk restarts iperf3 as often, RETRY_S = 1 s).
 RETRY_S = 1.0
 CONNECT_TIMEOUT_S = 30.0
+# Medium seconds at which the window opens (--window-start): 50 nodes' namespaces,
+# daemons and proxies came up 49-57 s after the medium started on this 2-core machine
+# (docs/results/bench-smr-1tcp4cbr/rediscover), so with the 10 s warm-up the traffic
+# starts at 70 s with a margin of 13 s or more.
+WINDOW_START_S = 80.0
 # Control packets in the daemons' counters (every engine's names, disjoint).
 CONTROL = CONTROL_COUNTERS
 
@@ -294,6 +301,7 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
             labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", cc),
         ):
             nodes.up(SHIPPED_SCENARIOS / "rwp-50.yaml", name=lab, overrides=overrides, timeout=180)
+        win = labrun.MediumWindow(lab, tag, args)
         for k, (kind, _src, dst) in enumerate(fl):
             if kind == "tcp":
                 out = work / f"{tag}-recv{k}.json"
@@ -302,7 +310,11 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 port = str(TCP_PORT + k)
                 started.append(_py(lab, dst, "manetkit.bench.smr", "recv", "--port", port,
                                  "--out", str(out)))  # fmt: skip
-        time.sleep(1.0)
+        receivers = time.monotonic()
+        # Anchored to the medium's clock (its mobility): the same seed is the same
+        # movement in every variant's window, however long the lab took to come up.
+        win.traffic()
+        time.sleep(max(0.0, receivers + 1.0 - time.monotonic()))  # receivers listening
         for k, (kind, src, dst) in enumerate(fl):
             if kind == "tcp":
                 send = work / f"{tag}-send{k}.json"
@@ -313,11 +325,9 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
             else:
                 started.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
                                  str(CBR_PORT + k)))  # fmt: skip
-        time.sleep(args.warmup)
+        t0, w0 = win.open()
         s0 = statuses(lab)
-        t0, w0 = time.monotonic(), time.time()
-        time.sleep(max(0.0, t0 + args.duration - time.monotonic()))
-        t1, w1 = time.monotonic(), time.time()
+        t1, w1 = win.close()
         s1 = statuses(lab)
         c0, c1 = counters(s0), counters(s1)
         retrans = [0, 0]
@@ -364,6 +374,8 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
         "mean_tcp_kbps": mean_kbps,
         **flows_expected(fl, kbps, graph, w0, w1, args.chain_table),
         "window_wall": [round(w0, 3), round(w1, 3)],
+        # the window in medium time (the mobility's clock), and how late it opened
+        **win.record(),
         # Each TCP sender dials again after a reset or a failed connect (send_stream):
         # connects after the first attempt, per flow, and what ended each connection.
         "tcp_reconnects": [x["reconnects"] for x in senders],
@@ -435,6 +447,7 @@ def run(args: argparse.Namespace) -> int:
     for t in traffics:
         if t not in TRAFFIC:
             raise UserError(f"--traffic: {t!r} is not one of {', '.join(TRAFFIC)}")
+    labrun.check_window(args)
     work = Path(args.out) / "smr-runs"
     work.mkdir(parents=True, exist_ok=True)
     runs = []
@@ -482,7 +495,8 @@ def run(args: argparse.Namespace) -> int:
             )  # fmt: skip
     report.show(
         table,
-        f"window {args.duration:g} s after {args.warmup:g} s warm-up; means over seeds; "
+        f"window {args.duration:g} s from medium t = {args.window_start:g} s after "
+        f"{args.warmup:g} s warm-up; means over seeds; "
         "x DSR = mean TCP throughput / DSR's in the same run; expected = Holland & Vaidya "
         "eq. 3.1 per TCP flow from the medium's graph (mean); meas/exp = mean over mean; "
         "ceiling x DSR = mean expected / DSR's mean kbit/s (the most a variant could gain)",
@@ -504,6 +518,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=30.0, help="max speed, m/s (30)")
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
+    labrun.add_window_argument(parser, WINDOW_START_S, "rwp-50 comes up in 49-57 s here")
     parser.add_argument(
         "--cc",
         default="reno",
