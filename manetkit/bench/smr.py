@@ -108,9 +108,10 @@ CBR_BYTES, CBR_PPS = 512, 4.0
 RETRY_S = 1.0
 CONNECT_TIMEOUT_S = 30.0
 # Medium seconds at which the window opens (--window-start): 50 nodes' namespaces,
-# daemons and proxies came up 49-57 s after the medium started on this 2-core machine
-# (docs/results/bench-smr-1tcp4cbr/rediscover), so with the 10 s warm-up the traffic
-# starts at 70 s with a margin of 13 s or more.
+# daemons and proxies were up at medium 38-48 s on this 2-core machine (lab_up_s), at
+# most ~57 s in earlier runs (docs/results/bench-smr-1tcp4cbr/rediscover opened its
+# windows at 60-68 s, 11 s and a status poll after), so with the 10 s warm-up the
+# traffic starts at 70 s.
 WINDOW_START_S = 80.0
 # Control packets in the daemons' counters (every engine's names, disjoint).
 CONTROL = CONTROL_COUNTERS
@@ -323,8 +324,9 @@ def run_one(variant: str, traffic: str, seed: int, args: argparse.Namespace, wor
                 started.append(_py(lab, src, "manetkit.bench.smr", "send", "--addr", addr(dst),
                                  "--port", str(TCP_PORT + k), "--out", str(send)))  # fmt: skip
             else:
-                started.append(_py(lab, src, "manetkit.bench.smr", "cbr", addr(dst),
-                                 str(CBR_PORT + k)))  # fmt: skip
+                started.append(_py(lab, src, "manetkit.bench.cbr", "send", addr(dst),
+                                 str(CBR_PORT + k), "--bytes", str(CBR_BYTES),
+                                 "--pps", str(CBR_PPS)))  # fmt: skip
         t0, w0 = win.open()
         s0 = statuses(lab)
         t1, w1 = win.close()
@@ -518,7 +520,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=30.0, help="max speed, m/s (30)")
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds (60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
-    labrun.add_window_argument(parser, WINDOW_START_S, "rwp-50 comes up in 49-57 s here")
+    labrun.add_window_argument(parser, WINDOW_START_S, "rwp-50 is up by 38-57 s here")
     parser.add_argument(
         "--cc",
         default="reno",
@@ -642,26 +644,11 @@ def recv_streams(port: int, out: Path) -> None:
     os._exit(0)
 
 
-def cbr(dst: str, port: int, size: int = CBR_BYTES, pps: float = CBR_PPS) -> None:
-    """A CBR/UDP source: ``size``-byte datagrams at ``pps`` until killed."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    payload = b"\0" * size
-    t = time.monotonic()
-    while True:
-        with contextlib.suppress(OSError):
-            s.sendto(payload, (dst, port))
-        t += 1 / pps
-        time.sleep(max(0.0, t - time.monotonic()))
-
-
 def _main(argv: list[str]) -> None:
-    """``python -m manetkit.bench.smr cbr DST PORT | send ... | recv ...``: the flows'
-    ends, run inside the lab's nodes."""
+    """``python -m manetkit.bench.smr send ... | recv ...``: the TCP flows' ends, run
+    inside the lab's nodes (the CBR flows' are ``manetkit.bench.cbr``'s)."""
     p = argparse.ArgumentParser(prog="manetkit.bench.smr")
     sub = p.add_subparsers(dest="role", required=True)
-    c = sub.add_parser("cbr")
-    c.add_argument("dst")
-    c.add_argument("port", type=int)
     sd = sub.add_parser("send")
     sd.add_argument("--addr", required=True)
     sd.add_argument("--port", type=int, required=True)
@@ -671,9 +658,7 @@ def _main(argv: list[str]) -> None:
     rv.add_argument("--port", type=int, required=True)
     rv.add_argument("--out", type=Path, required=True)
     a = p.parse_args(argv)
-    if a.role == "cbr":
-        cbr(a.dst, a.port)
-    elif a.role == "send":
+    if a.role == "send":
         send_stream(a.addr, a.port, a.out, retry_s=a.retry)
     else:
         recv_streams(a.port, a.out)
