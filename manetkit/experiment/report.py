@@ -79,6 +79,19 @@ def _control_bytes(runs: list[dict[str, Any]]) -> float | None:
     return out.mean((d.get("control") or {}).get("bytes_per_delivered") for d in runs)
 
 
+def _cbr_delivered(runs: list[dict[str, Any]]) -> float | None:
+    """The CBR background's delivery ratio, mean over the runs that had one."""
+    return out.mean((d.get("background") or {}).get("delivery_ratio") for d in runs)
+
+
+def with_background(cols: list[tuple[str, str, str]], rows: list[dict]) -> list:
+    """``cols`` and a CBR column when some row's runs had a background (reports of
+    results without one stay as they were)."""
+    if any(r.get("cbr_delivered") is not None for r in rows):
+        return [*cols, ("CBR delivered", "cbr_delivered", ".2f")]
+    return cols
+
+
 def _discovery(runs: list[dict[str, Any]]) -> float | None:
     """Mean route discovery latency (s), weighted by the discoveries of each run."""
     got = [(d.get("route_discovery") or {}) for d in runs]
@@ -115,6 +128,7 @@ def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "control_per_delivered": _control(runs),
                 "control_bytes_per_delivered": _control_bytes(runs),
                 "discovery_s": _discovery(runs),
+                "cbr_delivered": _cbr_delivered(runs),
             }
         )  # fmt: skip
     return rows
@@ -139,6 +153,7 @@ def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "control_per_delivered": _control(runs),
                 "control_bytes_per_delivered": _control_bytes(runs),
                 "discovery_s": _discovery(runs),
+                "cbr_delivered": _cbr_delivered(runs),
             }
         )  # fmt: skip
     return rows
@@ -364,9 +379,10 @@ def make_report(results: Path) -> Path:
           f"{len(docs)} runs (`manetkit experiment report {results}`); means over seeds.", ""]  # fmt: skip
     spec = results / "spec.yaml"
     if b:
-        out.show(rich_table("bulk TCP (iperf3)", BULK_COLS, b))
+        cols = with_background(BULK_COLS, b)
+        out.show(rich_table("bulk TCP (iperf3)", cols, b))
         pngs = plot_goodput(b, dest) + plot_expected(docs, dest)
-        md += ["## Bulk TCP", "", markdown_table(BULK_COLS, b), "",
+        md += ["## Bulk TCP", "", markdown_table(cols, b), "",
                "Expected: Holland & Vaidya eq. 3.1 over the medium's ground truth, summed over "
                "a run's flows; measured/expected is the mean of the runs' ratios; control: "
                "routing packets sent per data packet delivered (manetkit daemons' counters; "
@@ -375,11 +391,14 @@ def make_report(results: Path) -> Path:
                "", *per_seed_markdown(docs),
                ] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
     if h:
-        out.show(rich_table("HTTP sessions (Dyer & Boppana)", HTTP_COLS, h))
+        cols = with_background(HTTP_COLS, h)
+        out.show(rich_table("HTTP sessions (Dyer & Boppana)", cols, h))
         pngs = plot_http(h, dest)
-        md += ["## HTTP sessions", "", markdown_table(HTTP_COLS, h), "",
+        md += ["## HTTP sessions", "", markdown_table(cols, h), "",
                "Service time: a page and its embedded objects, over every page of every "
-               "client of the runs.", ""] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
+               "client of the runs." + (" CBR delivered: the share of the CBR background's "
+               "datagrams that arrived (mean over the runs)." if cols != HTTP_COLS else ""),
+               ""] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
     if w:
         out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]

@@ -97,6 +97,18 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     assert summary["http"][0]["pages_completed"] == 2
 
 
+def test_a_cbr_background_gets_a_column_only_where_runs_had_one():
+    rows = report.http_rows([http_run("dsr", [1.0], 0)])
+    assert rows[0]["cbr_delivered"] is None
+    assert report.with_background(report.HTTP_COLS, rows) == report.HTTP_COLS
+    runs = [{**http_run("dsr", [1.0], 0), "background": {"delivery_ratio": r}} for r in (0.5, 0.75)]
+    rows = report.http_rows(runs)
+    assert rows[0]["cbr_delivered"] == 0.625  # mean over the runs
+    cols = report.with_background(report.HTTP_COLS, rows)
+    assert cols[-1] == ("CBR delivered", "cbr_delivered", ".2f")
+    assert report.markdown_table(cols, rows).splitlines()[-1].endswith("| 0.62 |")
+
+
 def test_a_directory_without_runs_is_refused(tmp_path: Path):
     with pytest.raises(UserError, match="no runs/"):
         report.make_report(tmp_path)
