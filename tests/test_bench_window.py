@@ -97,5 +97,5 @@ def test_bench_options() -> None:
         p = argparse.ArgumentParser()
         mod.register(p)
         a = p.parse_args([])
-        assert a.window_start - a.warmup >= 40.0  # room for the lab to come up
+        assert a.window_start - a.warmup >= 30.0  # room for the lab to come up
         assert p.parse_args(["--window-start", "90"]).window_start == 90.0

@@ -89,10 +89,10 @@ VARIANTS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "aodv+atra+elfn": ("aodv", ALL, "elfn"),
 }
 DEFAULT_VARIANTS = "dsr,dsr+elfn,dsr+atra,dsr+atra+elfn"
-# Medium seconds at which the window opens (--window-start): 30 nodes came up about
-# 30 s after the medium started on this 2-core machine (``lab_up_s`` in the run JSON;
-# bench smr's 50 take 49-57 s), so with the 10 s warm-up the traffic starts at 50 s.
-WINDOW_START_S = 60.0
+# Medium seconds at which the window opens (--window-start): 30 nodes were up at medium
+# 16.5-19.1 s on this 2-core machine (``lab_up_s`` in the run JSON, 2 runs; bench smr's
+# 50 by 38-57 s), so with the 10 s warm-up the traffic starts at 35 s.
+WINDOW_START_S = 45.0
 COUNTERS = (
     "predictions",
     "hits",
@@ -529,7 +529,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default="1", help="comma-separated seeds (1)")
     parser.add_argument("--duration", type=float, default=50.0, help="measured seconds (50)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before it (10)")
-    labrun.add_window_argument(parser, WINDOW_START_S, "rwp-30 comes up in about 30 s here")
+    labrun.add_window_argument(parser, WINDOW_START_S, "rwp-30 is up by 17-19 s here")
     parser.add_argument(
         "--lookahead", type=float, default=2.0, help="Atra look-ahead, for scoring (2)"
     )
