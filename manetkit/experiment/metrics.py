@@ -7,9 +7,9 @@ expected is the paper's Fig. 4 / Fig. 11 axis.
 
 Control overhead (manetkit stacks): routing packets the daemons sent (requests, replies,
 errors, hellos, forwarded control), per data packet delivered to a host (the daemons'
-TUN writes), over the traffic window. The daemons count packets, not control bytes. (The
-peer stacks' overhead, packets and bytes, comes from nftables counters:
-``manetkit.experiment.peercount``.)
+TUN writes), over the traffic window; and the control bytes the daemon shell put on the
+air (``counters.shell.control-tx-bytes``). (The peer stacks' overhead, packets and bytes,
+comes from nftables counters: ``manetkit.experiment.peercount``.)
 
 Route discovery latency (manetkit stacks): from a source's first request for a target to
 the route-up that ended the discovery (DSR RFC 4728 8.2.1, AODV RFC 3561 6.3; the
