@@ -94,10 +94,7 @@ class Background(_Strict):
 
     @model_validator(mode="after")
     def _pairs_match(self) -> Background:
-        if self.pairs is not None:
-            if len(self.pairs) != self.flows:
-                raise ValueError(f"pairs: {len(self.pairs)} pairs given for flows: {self.flows}")
-            _distinct_ends(self.pairs)
+        _one_pair_per_flow(self.pairs, self.flows)
         return self
 
     def pps(self) -> float:
@@ -140,10 +137,7 @@ class Bulk(_Traffic):
 
     @model_validator(mode="after")
     def _pairs_match(self) -> Bulk:
-        if self.pairs is not None:
-            if len(self.pairs) != self.flows:
-                raise ValueError(f"pairs: {len(self.pairs)} pairs given for flows: {self.flows}")
-            _distinct_ends(self.pairs)
+        _one_pair_per_flow(self.pairs, self.flows)
         return self
 
     def label(self) -> str:
@@ -226,6 +220,13 @@ class Wrk(_Traffic):
 
 
 Traffic = Annotated[Bulk | Http | Wrk, Field(discriminator="kind")]
+
+
+def _one_pair_per_flow(pairs: list[Pair] | None, flows: int) -> None:
+    if pairs is not None:
+        if len(pairs) != flows:
+            raise ValueError(f"pairs: {len(pairs)} pairs given for flows: {flows}")
+        _distinct_ends(pairs)
 
 
 def _distinct_ends(pairs: list[Pair]) -> None:
