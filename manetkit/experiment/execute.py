@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit import paths, procs
+from manetkit.bench import labrun
 from manetkit.experiment import background, bulk, metrics, peercount, web, wrk
 from manetkit.experiment.spec import (
     MANETKIT_STACKS,
@@ -109,18 +110,6 @@ def code_version() -> dict[str, Any] | None:
             "dirty": [ln[3:] for ln in dirty.stdout.splitlines() if ln.strip()]}  # fmt: skip
 
 
-def medium_start(lab: str) -> float:
-    """Unix time of the medium's t = 0 (the ground-truth log's first line has both)."""
-
-    def first() -> dict[str, Any] | None:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            return read_log(paths.ground_truth_log(lab))[0]
-        return None
-
-    ev = procs.wait_for(first, 10, "the medium's ground-truth log")
-    return float(ev["wall"]) - float(ev["t"])
-
-
 def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     """Make ``run``; its JSON document (``status: ok``). Raises on a failed lab."""
     traffic = spec.traffic(run.traffic)
@@ -156,9 +145,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         # The traffic starts warmup_s of *medium* time after the medium started, so at
         # one seed and speed every stack's window sees the same movement, however long
         # its lab took to come up.
-        start = medium_start(lab) + spec.warmup_s
-        doc["late_s"] = round(max(0.0, time.time() - start), 2)
-        time.sleep(max(0.0, start - time.time()))
+        doc["late_s"] = round(labrun.wait_medium(lab, spec.warmup_s), 2)
         if traffic.background is not None:
             bg_pairs = background_pairs(traffic, run.seed, n)
             cbr = background.start(lab, traffic.background, bg_pairs, work)
