@@ -177,7 +177,11 @@ def test_forged_source_flood_does_not_grow_the_victim(mesh, record_property):
     for table in ("route_table", "neighbours", "rreq_seen"):
         b = bounds[table]
         assert b["size"] <= b["limit"], (table, b)
-    assert bounds["route_table"]["evicted"] >= sent["sent"] - bounds["route_table"]["limit"]
+    # Count against the requests the engine saw, not those the rogue sent: a few of a
+    # 1,000/s burst can drop on the way (CI saw 2,892 of 2,999 arrive).
+    seen = bounds["rreq_seen"]["size"] + bounds["rreq_seen"]["evicted"]
+    assert seen >= sent["sent"] * 0.5, (seen, sent)
+    assert bounds["route_table"]["evicted"] >= seen - bounds["route_table"]["limit"]
     assert bounds["neighbours"]["evicted"] > 0
     assert grown < 16 * 1024, f"victim RSS grew {grown} KiB"
     assert ping(mesh)
