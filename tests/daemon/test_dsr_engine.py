@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from manetkit.daemon.engines.base import TxFailed
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine, max_overhead
+from manetkit.daemon.engines.smr import SmrConfig
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import (
@@ -597,3 +598,30 @@ def test_recovery_after_a_link_break_on_random_graphs(graph, data):
     upstream = min(broken, key=hops.index)
     for i in {s, upstream}:
         assert not any(uses_link(p, *broken) for p in paths(sim, i)), (i, paths(sim, i))
+
+
+def test_target_replies_first_answers_one_copy_per_request():
+    """Two disjoint routes 1-2-5 and 1-3-5: RFC 4728 8.2.4's target answers both copies
+    of the request; ``target_replies: first`` (bench smr's single-reply DSR) answers
+    the first only, so the source learns one route per discovery."""
+    counts = {}
+    for mode in ("every", "first"):
+        sim = dsr_net([1, 2, 3, 5], [(1, 2), (2, 5), (1, 3), (3, 5)], target_replies=mode)
+        sim.send(A(1), udp_packet(A(1), A(5), b"x", ident=1))
+        sim.run(duration=1.0)
+        assert len(sim.delivered[A(5)]) == 1
+        target = sim.engines[A(5)].counters
+        counts[mode] = (
+            target["replies-sent"],
+            target["target-copies-unanswered"],
+            sorted(p for p in paths(sim, 1) if p[-1] == 5),
+        )
+    assert counts["every"][:2] == (2, 0)
+    assert counts["every"][2] == [(1, 2, 5), (1, 3, 5)]
+    assert counts["first"][:2] == (1, 1)
+    assert len(counts["first"][2]) == 1
+
+
+def test_smr_refuses_target_replies_first():
+    with pytest.raises(ValidationError, match="target_replies"):
+        SmrConfig(target_replies="first")

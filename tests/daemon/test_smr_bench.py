@@ -179,13 +179,18 @@ def test_each_variant_gets_its_own_daemon_config(tmp_path: Path) -> None:
     assert plain.protocol == ask.protocol == "dsr"
     assert plain.dsr.rediscover_on_break is False
     assert ask.dsr.rediscover_on_break is True
+    assert (plain.dsr.target_replies, config("dsr-first").dsr.target_replies) == (
+        "every",
+        "first",
+    )
     b1, b1c = config("backup1"), config("backup1-cache")
     assert b1.smr.mode == b1c.smr.mode == "backup1"
     assert (b1.smr.after_all_broken, b1c.smr.after_all_broken) == ("discover", "cache")
     # Two variants of one protocol (or SMR mode) no longer share one file.
     names = {p.name for p in tmp_path.glob("daemon-*.yaml")}
     assert names == {
-        f"daemon-{v}.yaml" for v in ("dsr", "dsr-rediscover", "backup1", "backup1-cache")
+        f"daemon-{v}.yaml"
+        for v in ("dsr", "dsr-rediscover", "dsr-first", "backup1", "backup1-cache")
     }
 
 

@@ -54,7 +54,7 @@ import struct
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 from ipaddress import IPv4Address
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -184,6 +184,11 @@ class DsrConfig(SendBufferSettings, BusSettings):
     rerr_ratelimit: int = Field(
         10, ge=1, le=10_000, description="max Route Errors this node sends per second (RFC 3561 10)"
     )
+    target_replies: Literal["every", "first"] = Field(
+        "every",
+        description="every: the target answers each copy of a request (8.2.4); first: "
+        "only the first, one route per discovery (bench smr's single-reply baseline)",
+    )
     rediscover_on_break: bool = Field(
         False,
         description="when this node's own packet loses its route, send a Route Request "
@@ -276,6 +281,8 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         self._timer_seq = 0
         self._discoveries: dict[IPv4Address, _Discovery] = {}
         self._request_table: OrderedDict[IPv4Address, deque[int]] = OrderedDict()
+        # (initiator, id) answered as target (target_replies: first), oldest first
+        self._answered_requests: OrderedDict[tuple[IPv4Address, int], None] = OrderedDict()
         self._next_id = self._rng.randrange(0x10000)
         self._grat_sent: dict[tuple[IPv4Address, IPv4Address], float] = {}
         self._refreshed: dict[IPv4Address, float] = {}  # target -> its last fresh request
@@ -891,7 +898,15 @@ class DsrEngine(DsrAtraHooks, RoutingEngine):
         self, now: float, init: IPv4Address, ident: int, addrs: tuple[IPv4Address, ...]
     ) -> None:
         """Request ``ident`` for this node arrived over ``addrs`` (8.2.4: reply to
-        each copy)."""
+        each copy; with ``target_replies: first`` to the first copy only)."""
+        if self.config.target_replies == "first":
+            key = (init, ident)
+            if key in self._answered_requests:
+                self.counters["target-copies-unanswered"] += 1
+                return
+            self._answered_requests[key] = None
+            if len(self._answered_requests) > self.config.request_table_size:
+                self._answered_requests.popitem(last=False)
         self._reply(now, init, (*addrs, self.address), tuple(reversed(addrs)))
 
     def _reply_received(self, now: float, route: Path, fresh: float) -> None:

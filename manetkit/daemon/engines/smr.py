@@ -94,6 +94,11 @@ class SmrConfig(DsrConfig):
                 "cache_replies: SMR floods requests to the destination and never answers "
                 "from caches (Lim/Xu/Gerla III-A); leave it false"
             )
+        if self.target_replies != "every":
+            raise ValueError(
+                "target_replies: SMR's destination answers by its mode (the first copy "
+                "at once, the others chosen after reply_wait_ms, V-B); leave it every"
+            )
         return self
 
 
