@@ -7,8 +7,10 @@ window at a seed and speed; ``late_s`` > 0 when the lab took longer to come up) 
 lasts its window, with its CBR ``background`` flows (if any) running beside it from the
 start; the daemons' counters are
 read at both ends of the window, and the medium's ground-truth log before the lab goes
-down (it lives in the lab's directory). Whatever happens the lab is brought down and every
-process the run started is stopped.
+down (it lives in the lab's directory). An ELFN probe variant (``elfn-probe2``) is the
+lab's ``proxy: elfn`` with its probe interval in the proxy config the lab reads from
+``MANETKIT_LAB_PROXY_CONFIG`` while it comes up (:func:`proxy_env`). Whatever happens the
+lab is brought down and every process the run started is stopped.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +37,15 @@ from manetkit.experiment.spec import (
     background_pairs,
     bulk_pairs,
     http_pairs,
+    lab_proxy,
     lab_stack,
+    probe_interval,
+    proxy_extra,
     stack_overrides,
     throughput_table,
 )
 from manetkit.jsonlines import request
-from manetkit.lab import nodes
+from manetkit.lab import nodes, stacks
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address
@@ -49,14 +55,31 @@ UP_TIMEOUT_S = 180.0
 
 def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
     """The ``lab up --set`` of a run: the spec's ``set:`` and the run's axes; a peer
-    stack variant (``babeld-mobile``) is its lab stack and its profile."""
+    stack variant (``babeld-mobile``) is its lab stack and its profile; an ELFN probe
+    variant (``elfn-probe2``) is the lab's ``elfn`` (its interval: :func:`proxy_env`)."""
     out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spec.set.items()}
     out.update(stack_overrides(run.stack))
-    out.update({"stack": lab_stack(run.stack), "proxy": run.proxy, "seed": str(run.seed)})
+    out.update({"stack": lab_stack(run.stack), "proxy": lab_proxy(run.proxy),
+                "seed": str(run.seed)})  # fmt: skip
     sc = load_scenario(spec.scenario_path(run.scenario), out)
     if isinstance(sc.mobility, RandomWaypointMobility):
         out["mobility.speed"] = f"{run.speed:g}"
     return out
+
+
+@contextlib.contextmanager
+def proxy_env(run: Run, work: Path) -> Iterator[dict[str, Any] | None]:
+    """While the lab comes up: the run's proxy config additions (an ELFN probe
+    variant's interval) in ``MANETKIT_LAB_PROXY_CONFIG``, over whatever config that
+    variable already named (the variant's fields win); yields the config given (None when
+    the run adds nothing, the environment untouched)."""
+    extra = proxy_extra(run.proxy)
+    if not extra:
+        yield None
+        return
+    doc = {**stacks.proxy_extra_from_env(), **extra}
+    with labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", doc):
+        yield doc
 
 
 def _statuses(lab: str, n: int) -> list[dict[str, Any]]:
@@ -132,13 +155,16 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         "overrides": overrides,
         "nodes": n,
         "warmup_s": spec.warmup_s,
+        "probe_interval_s": probe_interval(run.proxy),
         "code": code_version(),
     }
     pairs: list[tuple[str, str]] = []
     nodes.down(lab)
     try:
         t_up = time.monotonic()
-        nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
+        with proxy_env(run, work) as proxy_cfg:
+            nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
+        doc["proxy_config"] = proxy_cfg
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
         if stack in PEER_STACKS:
             peercount.install(lab, n)

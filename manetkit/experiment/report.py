@@ -10,6 +10,9 @@ Reads every ``DIR/runs/*.json`` with ``status: ok`` and writes ``DIR/report/``:
   flow and run, the diagonal is eq. 3.1's bound (Holland & Vaidya Fig. 4 / Fig. 11);
 * ``http-<scenario>-<traffic>.png``: mean page service time per stack at each speed
   (Dyer & Boppana Fig. 6);
+* ``probe-<scenario>-<traffic>.png``: with ELFN probe variants (``elfn-probe<S>``),
+  measured/expected vs the probe interval beside the runs without ELFN
+  (Holland & Vaidya Fig. 12; ``manetkit.experiment.probesweep``);
 * in the README, issue 10's goals scored (met / not met) and the papers' figures beside
   ours (``manetkit.experiment.goals``).
 
@@ -28,7 +31,7 @@ from rich.table import Table
 
 from manetkit.bench import report as out
 from manetkit.errors import UserError
-from manetkit.experiment import goals
+from manetkit.experiment import goals, probesweep
 
 Key = tuple[str, str, str, float]  # scenario, traffic, variant, speed
 
@@ -438,6 +441,7 @@ def make_report(results: Path) -> Path:
         out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
     variants = [r["variant"] for r in b + h]
+    md += probesweep.markdown(docs, dest)
     md += goals.goals_markdown(goals.goals(b, h), variants) + goals.papers_markdown(b, h)
     late = [(d["run"], d["late_s"]) for d in docs if (d.get("late_s") or 0) > 0]
     if late:
@@ -452,6 +456,7 @@ def make_report(results: Path) -> Path:
         md += ["## Spec", "", "```yaml", spec.read_text().rstrip(), "```", ""]
     (dest / "README.md").write_text("\n".join(md))
     out.write(dest, "summary", {"bulk": b, "http": h, "wrk": w, "failed": failed,
-                                "goals": goals.goals(b, h)})  # fmt: skip
+                                "goals": goals.goals(b, h),
+                                "probe_sweep": probesweep.rows(docs)})  # fmt: skip
     out.console.print(f"written {dest / 'README.md'}")
     return dest

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
+from annotated_types import Ge, Le
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -36,6 +38,7 @@ from manetkit.lab.scenario import (
     Scenario,
     load_scenario,
 )
+from manetkit.proxy.config import ProxyConfig
 
 # Stacks an experiment may name. babeld and batmand are the peers of issue 10 (real
 # daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
@@ -55,6 +58,15 @@ STACKS = (*MANETKIT_STACKS, *PEER_STACKS, *STACK_VARIANTS, "none")
 PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
 # ELFN and BuS need the routing daemon's route events: the peers have none (issue 10).
 EVENT_PROXIES = ("elfn", "bus")
+# ELFN probe variants: ``elfn-probe0.5`` is the lab's ``proxy: elfn`` with the proxy
+# config ``{probe: fixed, probe_interval: 0.5}`` (Holland & Vaidya's Fig. 12 sweep); the
+# interval within the proxy config's own bounds for probe_interval.
+PROBE_PREFIX = "elfn-probe"
+_PROBE_META = ProxyConfig.model_fields["probe_interval"].metadata
+PROBE_RANGE: tuple[float, float] = (
+    float(next(m.ge for m in _PROBE_META if isinstance(m, Ge))),
+    float(next(m.le for m in _PROBE_META if isinstance(m, Le))),
+)
 TRAFFIC_TAGS = ("bulk", "http", "wrk")
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
@@ -75,6 +87,52 @@ def stack_overrides(stack: str) -> dict[str, str]:
 def is_peer(stack: str) -> bool:
     """babeld, batmand, or one of their variants."""
     return lab_stack(stack) in PEER_STACKS
+
+
+def probe_interval(proxy: str) -> float | None:
+    """The fixed probe interval (s) of an ELFN probe variant (``elfn-probe0.5`` -> 0.5);
+    None for the other proxies (validated by the spec)."""
+    return float(proxy[len(PROBE_PREFIX) :]) if proxy.startswith(PROBE_PREFIX) else None
+
+
+def lab_proxy(proxy: str) -> str:
+    """The lab's proxy mode of a spec proxy: ``elfn-probe2`` -> ``elfn``; others as named."""
+    return "elfn" if probe_interval(proxy) is not None else proxy
+
+
+def proxy_extra(proxy: str) -> dict[str, Any]:
+    """The proxy config a spec proxy adds (``MANETKIT_LAB_PROXY_CONFIG``): an ELFN probe
+    variant's fixed interval; empty for the others."""
+    every = probe_interval(proxy)
+    return {} if every is None else {"probe": "fixed", "probe_interval": every}
+
+
+def _proxy_name(v: str) -> str:
+    if v in PROXIES:
+        return v
+    if v.startswith(PROBE_PREFIX):
+        text = v[len(PROBE_PREFIX) :]
+        try:
+            every = float(text)
+        except ValueError:
+            raise ValueError(f"{v}: {text!r} is not seconds (e.g. {PROBE_PREFIX}0.5)") from None
+        lo, hi = PROBE_RANGE
+        if not lo <= every <= hi:
+            raise ValueError(
+                f"{v}: probe interval {text} s is outside {lo:g}..{hi:g} s "
+                "(the proxy config's probe_interval)"
+            )
+        if text != f"{every:g}":
+            raise ValueError(f"{v}: write it {PROBE_PREFIX}{every:g} (names the runs)")
+        return v
+    raise ValueError(
+        f"Input should be {', '.join(PROXIES)} or {PROBE_PREFIX}<seconds> "
+        f"({PROBE_RANGE[0]:g}..{PROBE_RANGE[1]:g}), got {v!r}"
+    )
+
+
+# A proxy of the spec: a lab proxy mode, or an ELFN probe variant.
+ProxyName = Annotated[str, AfterValidator(_proxy_name)]
 
 
 class _Strict(BaseModel):
@@ -259,7 +317,9 @@ class Spec(_Strict):
     name: str = Field(pattern=_NAME, description="names the default results directory")
     scenarios: list[str] = Field(min_length=1, description="shipped name (rwp-30) or YAML path")
     stacks: list[Literal[STACKS]] = Field(min_length=1)  # type: ignore[valid-type]
-    proxies: list[Literal[PROXIES]] = Field(["none"], min_length=1)  # type: ignore[valid-type]
+    proxies: list[ProxyName] = Field(
+        ["none"], min_length=1, description="proxy modes, and elfn-probe<S> probe variants"
+    )
     speeds: list[float] = Field(
         [0.0], min_length=1, description="mobility.speed (m/s) of random-waypoint scenarios"
     )
@@ -314,7 +374,11 @@ class Spec(_Strict):
     @classmethod
     def _some_run(cls, v: list[str], info: ValidationInfo) -> list[str]:
         stacks = info.data.get("stacks") or []
-        if stacks and all(is_peer(s) for s in stacks) and all(p in EVENT_PROXIES for p in v):
+        if (
+            stacks
+            and all(is_peer(s) for s in stacks)
+            and all(lab_proxy(p) in EVENT_PROXIES for p in v)
+        ):
             raise ValueError(
                 "elfn and bus need the route events the peer stacks (babeld, batmand) do "
                 "not give: this matrix has no run (add plain or fixed-rto)"
@@ -370,7 +434,7 @@ class Spec(_Strict):
                             if traffic.stacks is not None and stack not in traffic.stacks:
                                 continue  # this traffic runs on some stacks only
                             for proxy in self.proxies:
-                                if is_peer(stack) and proxy in EVENT_PROXIES:
+                                if is_peer(stack) and lab_proxy(proxy) in EVENT_PROXIES:
                                     continue  # no route events to act on (issue 10)
                                 out.append(Run(scen, stack, proxy, speed, seed, traffic.label()))
         return out
