@@ -51,6 +51,16 @@ def cell(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
+def row_cell(v: Any, fmt: str) -> str:
+    """A table cell of a row dict: ``fmt`` ``seeds`` joins a list, ``s`` prints as is,
+    anything else formats a number as :func:`cell`."""
+    if fmt == "seeds":
+        return ",".join(map(str, v))
+    if fmt == "s":
+        return str(v)
+    return cell(v, fmt)
+
+
 def pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend: files only, no display needed."""
     import matplotlib

@@ -86,17 +86,11 @@ def rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def _cell(v: Any, fmt: str) -> str:
-    if fmt == "seeds":
-        return ",".join(map(str, v))
-    if fmt == "s":
-        return str(v)
-    return out.cell(v, fmt)
-
-
 def table_markdown(found: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(h for h, _, _ in COLS) + " |", "|" + "---|" * len(COLS)]
-    lines += ["| " + " | ".join(_cell(r[f], fmt) for _, f, fmt in COLS) + " |" for r in found]
+    lines += [
+        "| " + " | ".join(out.row_cell(r[f], fmt) for _, f, fmt in COLS) + " |" for r in found
+    ]
     return "\n".join(lines)
 
 

@@ -234,26 +234,18 @@ WRK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack"
             ("errors", "errors", "d")]  # fmt: skip
 
 
-def _fmt(v: Any, fmt: str) -> str:
-    if fmt == "seeds":
-        return ",".join(map(str, v))
-    if fmt == "s":
-        return str(v)
-    return out.cell(v, fmt)
-
-
 def rich_table(title: str, cols: list[tuple[str, str, str]], rows: list[dict]) -> Table:
     t = Table(title=title)
     for head, _, _ in cols:
         t.add_column(head)
     for r in rows:
-        t.add_row(*(_fmt(r[f], fmt) for _, f, fmt in cols))
+        t.add_row(*(out.row_cell(r[f], fmt) for _, f, fmt in cols))
     return t
 
 
 def markdown_table(cols: list[tuple[str, str, str]], rows: list[dict]) -> str:
     lines = ["| " + " | ".join(h for h, _, _ in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r[f], fmt) for _, f, fmt in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(out.row_cell(r[f], fmt) for _, f, fmt in cols) + " |" for r in rows]
     return "\n".join(lines)
 
 

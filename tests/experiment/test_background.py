@@ -42,6 +42,20 @@ def _end(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "manetkit.bench.cbr", *args], cwd=REPO)
 
 
+def _wait_catches_sigterm(pid: int) -> None:
+    """Until the process has its SIGTERM handler (the SigCgt mask of /proc/PID/status)."""
+    deadline = time.monotonic() + 20
+    while True:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = int(
+            next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16
+        )
+        if caught >> (signal.SIGTERM - 1) & 1:
+            return
+        assert time.monotonic() < deadline, "the sender never installed its SIGTERM handler"
+        time.sleep(0.02)
+
+
 def test_a_cbr_sender_and_receiver_count_what_crossed(tmp_path: Path):
     """Loopback loses nothing: the receiver counts every datagram the sender sent (but
     one that may be in flight at SIGTERM), at the rate asked for."""
@@ -58,6 +72,9 @@ def test_a_cbr_sender_and_receiver_count_what_crossed(tmp_path: Path):
         assert time.monotonic() < deadline, "the receiver never bound"
         time.sleep(0.02)
     send = _end("send", "127.0.0.1", str(port), "--bytes", "100", "--pps", "50", "--out", str(tx))
+    # SIGTERM before the sender caught it would kill it without its JSON (seen with a
+    # lab loading the CPU: Python's start-up took more than the traffic's 1.5 s)
+    _wait_catches_sigterm(send.pid)
     time.sleep(1.5)  # real traffic for a while, not a protocol timer
     send.send_signal(signal.SIGTERM)
     send.wait(10)
