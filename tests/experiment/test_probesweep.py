@@ -13,6 +13,7 @@ from manetkit.experiment import execute, probesweep, report
 from manetkit.experiment import spec as S
 from manetkit.lab import stacks
 from manetkit.proxy.config import parse_config
+from tests.experiment import rundocs
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -126,23 +127,10 @@ def test_run_one_brings_the_lab_up_with_the_variant(tmp_path, monkeypatch):
 
 
 def bulk_run(proxy: str, seed: int, kbps: float, expected: float, stack: str = "dsr") -> dict:
-    every = S.probe_interval(proxy)
-    return {
-        "status": "ok",
-        "run": f"rwp-30_{stack}_{proxy}_v10_s{seed}_bulk1",
-        "params": {"scenario": "rwp-30", "stack": stack, "proxy": proxy, "speed": 10.0,
-                   "seed": seed, "traffic": "bulk1"},
-        "probe_interval_s": every,
-        "proxy_config": S.proxy_extra(proxy) or None,
-        "bulk": {
-            "flows": [{"src": "n1", "dst": "n2", "goodput_kbps": kbps, "expected_kbps": expected,
-                       "measured_over_expected": round(kbps / expected, 3), "partition_s": 0.0,
-                       "mean_hops": 2.0}],
-            "goodput_kbps": kbps, "expected_kbps": expected,
-            "measured_over_expected": round(kbps / expected, 3),
-        },
-        "control": None,
-    }  # fmt: skip
+    return rundocs.bulk_run(
+        stack, 10.0, seed, kbps, expected, proxy=proxy,
+        probe_interval_s=S.probe_interval(proxy), proxy_config=S.proxy_extra(proxy) or None,
+    )  # fmt: skip
 
 
 DOCS = [

@@ -9,26 +9,14 @@ import pytest
 
 from manetkit.errors import UserError
 from manetkit.experiment import report
+from tests.experiment import rundocs
 from tests.helpers.lab import manetkit
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def bulk_run(stack: str, speed: float, seed: int, kbps: float, expected: float) -> dict:
-    return {
-        "status": "ok",
-        "run": f"rwp-30_{stack}_none_v{speed:g}_s{seed}_bulk1",
-        "params": {"scenario": "rwp-30", "stack": stack, "proxy": "none", "speed": speed,
-                   "seed": seed, "traffic": "bulk1"},
-        "bulk": {
-            "flows": [{"src": "n1", "dst": "n2", "goodput_kbps": kbps, "expected_kbps": expected,
-                       "measured_over_expected": round(kbps / expected, 3), "partition_s": 2.0,
-                       "mean_hops": 2.5}],
-            "goodput_kbps": kbps, "expected_kbps": expected,
-            "measured_over_expected": round(kbps / expected, 3),
-        },
-        "control": {"per_delivered": 0.25},
-    }  # fmt: skip
+    return rundocs.bulk_run(stack, speed, seed, kbps, expected, control={"per_delivered": 0.25})
 
 
 def http_run(stack: str, times: list[float], failed: int) -> dict:
