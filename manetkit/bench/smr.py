@@ -15,8 +15,8 @@ no rate) and ``5tcp``. Flows are random distinct node pairs drawn from the seed.
 Each (traffic, seed) runs every variant (``--variants``: dsr, concurrent, backup1,
 backup2; backup1-cache is backup1 with ``after_all_broken: cache``, SMR as it was before
 a source rediscovered once both paths broke; dsr-rediscover is DSR with
-``rediscover_on_break``, docs/dsr.md; dsr-first is DSR with ``target_replies: first``)
-on a fresh lab with the same mobility and
+``rediscover_on_break``, docs/dsr.md; dsr-first is DSR with ``target_replies: first``;
+backup1-wait300 is backup1 with ``reply_wait_ms: 300``) on a fresh lab with the same mobility and
 flows. The window of ``--duration`` s opens at medium time ``--window-start`` (the
 medium's mobility clock, not the wall clock after the lab came up: same seed, same
 movement in every variant's window; ``window_medium``, ``window_late_s`` in the run
@@ -101,6 +101,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # DSR whose target answers only the first copy of a request: one route per
     # discovery, the single-path baseline the backup idea is about (docs/smr.md).
     "dsr-first": ("dsr", {"target_replies": "first"}),
+    # backup1 choosing its backup after a longer wait: at 100 ms about half the copies
+    # of a request reach the destination after it (docs/smr.md, "The destination's wait").
+    "backup1-wait300": ("smr", {"mode": "backup1", "reply_wait_ms": 300}),
 }
 TRAFFIC: dict[str, tuple[int, int]] = {"1tcp": (1, 0), "1tcp4cbr": (1, 4), "5tcp": (5, 0)}
 NODES = 50

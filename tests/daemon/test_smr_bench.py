@@ -186,11 +186,19 @@ def test_each_variant_gets_its_own_daemon_config(tmp_path: Path) -> None:
     b1, b1c = config("backup1"), config("backup1-cache")
     assert b1.smr.mode == b1c.smr.mode == "backup1"
     assert (b1.smr.after_all_broken, b1c.smr.after_all_broken) == ("discover", "cache")
+    assert (b1.smr.reply_wait_ms, config("backup1-wait300").smr.reply_wait_ms) == (100, 300)
     # Two variants of one protocol (or SMR mode) no longer share one file.
     names = {p.name for p in tmp_path.glob("daemon-*.yaml")}
     assert names == {
         f"daemon-{v}.yaml"
-        for v in ("dsr", "dsr-rediscover", "dsr-first", "backup1", "backup1-cache")
+        for v in (
+            "dsr",
+            "dsr-rediscover",
+            "dsr-first",
+            "backup1",
+            "backup1-cache",
+            "backup1-wait300",
+        )
     }
 
 
