@@ -99,3 +99,20 @@ def test_bench_options() -> None:
         a = p.parse_args([])
         assert a.window_start - a.warmup >= 30.0  # room for the lab to come up
         assert p.parse_args(["--window-start", "90"]).window_start == 90.0
+
+
+def test_sigterm_unwinds_a_run_through_its_finally():
+    """bench smr/atra killed with SIGTERM bring the run's lab down (its finally runs)."""
+    import os
+    import signal
+
+    cleaned = []
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), labrun.term_as_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            pytest.fail("SIGTERM did not interrupt")
+        finally:
+            cleaned.append(True)
+    assert cleaned == [True]
+    assert signal.getsignal(signal.SIGTERM) == before  # restored after the run

@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +45,22 @@ def env_config(var: str, path: Path, doc: dict[str, Any]) -> Iterator[None]:
             os.environ.pop(var, None)
         else:
             os.environ[var] = old
+
+
+@contextlib.contextmanager
+def term_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside: a run's ``finally`` then stops its
+    processes and brings its lab down (the default action would leave 50 namespaces
+    and their daemons behind)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

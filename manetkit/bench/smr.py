@@ -463,7 +463,7 @@ def run(args: argparse.Namespace) -> int:
     for traffic in traffics:
         for seed in seeds:
             for v in variants:
-                with labrun.locked(args.lock):
+                with labrun.term_as_interrupt(), labrun.locked(args.lock):
                     r = run_one(v, traffic, seed, args, work)
                 runs.append(r)
                 print(json.dumps(r), flush=True)

@@ -356,12 +356,23 @@ def test_peer_stack_reroutes_around_a_cut_link(lab_factory, record_property, sta
     other = "10.42.0.4" if first == "10.42.0.2" else "10.42.0.2"
     manetkit("lab", "link", "n1", f"n{first[-1]}", "down", "--name", lab)
     t0 = time.monotonic()
-    wait_for(lambda: gateway() == other, 40, f"n1's route to n6 via {other}")
-    record_property("reroute_s", round(time.monotonic() - t0, 2))
-    print(f"{stack}: n1 -> n6 moved from {first} to {other} in {time.monotonic() - t0:.1f} s")
-    # and stays there while the link is down (both rails are equal: no flapping back)
-    end = time.monotonic() + 3
-    while time.monotonic() < end:
-        assert gateway() == other
+    # Moved, and stays there while the link is down. Both rails are equal: before the
+    # daemon notices the cut (hellos missed for a few intervals) it may swap between
+    # them by itself (CI saw babeld on the other rail at once, then back on the cut
+    # one), so the route counts as moved once it held the other rail for 3 s.
+    since: float | None = None
+    while True:
+        now = time.monotonic()
+        if gateway() == other:
+            since = now if since is None else since
+            if now - since >= 3:
+                break
+        else:
+            since = None
+        assert now - t0 < 40, f"n1's route to n6 did not settle via {other} in 40 s"
         time.sleep(0.2)
+    record_property("reroute_s", round(since - t0, 2))
+    print(
+        f"{stack}: n1 -> n6 moved from {first} to {other} for good {since - t0:.1f} s after the cut"
+    )
     wait_ping(lab, "n1", "10.42.0.6", timeout=10)
