@@ -47,20 +47,23 @@ def env_config(var: str, path: Path, doc: dict[str, Any]) -> Iterator[None]:
             os.environ[var] = old
 
 
+def interrupt(signum: int, frame: object) -> None:
+    """A handler for SIGTERM and SIGINT: an exception the current run unwinds."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @contextlib.contextmanager
 def term_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt inside: a run's ``finally`` then stops its
-    processes and brings its lab down (the default action would leave 50 namespaces
-    and their daemons behind)."""
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    """SIGTERM (and SIGINT, which a shell ignores in a background job) raise
+    KeyboardInterrupt inside: a run's ``finally`` then stops its processes and brings its
+    lab down (the default action would leave its namespaces and daemons behind). A child
+    pyroute2 forks gets the default handlers back (manetkit.lab.netns)."""
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

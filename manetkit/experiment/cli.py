@@ -4,7 +4,6 @@ makes its report (docs/experiments.md)."""
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_spec(args: argparse.Namespace) -> int:
+    from manetkit.bench import labrun
     from manetkit.experiment import execute, runner, wrk
     from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
 
@@ -47,15 +47,12 @@ def run_spec(args: argparse.Namespace) -> int:
     if any(isinstance(t, Wrk) for t in spec.traffics):
         wrk.require()
     console.print(f"{spec.name}: {len(runs)} runs into {out}")
-    # SIGTERM (and SIGINT in a background job, where the shell ignores it) must still
-    # bring the current run's lab down: turn them into an exception the run unwinds.
-    # (A child pyroute2 forks gets the default ones back: manetkit.lab.netns.)
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    res = runner.run_matrix(
-        spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
-        keep_work=args.keep_work,
-    )  # fmt: skip
+    # SIGTERM (and SIGINT in a background job) must still bring the current run's lab down
+    with labrun.term_as_interrupt():
+        res = runner.run_matrix(
+            spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
+            keep_work=args.keep_work,
+        )  # fmt: skip
     console.print(
         f"made {len(res.done)}, already done {len(res.skipped)}, failed {len(res.failed)}, "
         f"left {len(res.left)} (run again to resume)"
@@ -89,11 +86,6 @@ def _check_results_dir(out: Path, spec_file: Path, spec: Spec) -> None:
             f"{out} holds the runs of another spec ({there} differs from {spec_file}): "
             f"give a new --out, or remove {out} to start over"
         )
-
-
-def _stop(signum: int, frame: object) -> None:
-    """The handler: an exception the run unwinds (its lab goes down)."""
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from annotated_types import Ge, Le
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -64,8 +63,8 @@ EVENT_PROXIES = ("elfn", "bus")
 PROBE_PREFIX = "elfn-probe"
 _PROBE_META = ProxyConfig.model_fields["probe_interval"].metadata
 PROBE_RANGE: tuple[float, float] = (
-    float(next(m.ge for m in _PROBE_META if isinstance(m, Ge))),
-    float(next(m.le for m in _PROBE_META if isinstance(m, Le))),
+    float(next(m.ge for m in _PROBE_META if hasattr(m, "ge"))),
+    float(next(m.le for m in _PROBE_META if hasattr(m, "le"))),
 )
 TRAFFIC_TAGS = ("bulk", "http", "wrk")
 

@@ -94,7 +94,7 @@ def test_a_signal_stops_the_matrix_and_a_forked_helper_dies_by_it():
     import os
     import signal
 
-    from manetkit.experiment.cli import _stop
+    from manetkit.bench.labrun import interrupt as _stop
     from manetkit.lab import netns  # noqa: F401 - the runner imports it (the fork reset)
 
     with pytest.raises(KeyboardInterrupt):
