@@ -47,7 +47,7 @@ from manetkit.bench import report
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.control import control
-from manetkit.lab.medium.mac import Medium
+from manetkit.lab.medium.mac import Delivery, Medium
 from manetkit.lab.medium.mobility import Static, World
 
 FRAME_LEN = 1514
@@ -96,7 +96,8 @@ def model_fps(pos, flows, rate: float, seconds: float = 2.0) -> float:
                 m.transmit(t, s, f)
         t = m.get_timer()
         m.handle_timer(t)
-        n += len(m.take_outputs()[0])
+        while (ev := m.next_event()) is not None:
+            n += type(ev) is Delivery
     return n / seconds
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from manetkit.lab.medium.airtime import Airtime
-from manetkit.lab.medium.mac import Medium
+from manetkit.lab.medium.mac import Delivery, Medium
 from manetkit.lab.medium.mobility import Static, World
 from manetkit.lab.medium.protocol import BROADCAST_MAC, node_mac
 
@@ -19,7 +19,11 @@ def medium(positions, **kw) -> Medium:
 
 
 def run(m: Medium, until: float, saturate: dict[int, int] | None = None, t: float = 0.0):
-    """Advance the fake clock event by event; keep ``saturate`` senders' queues full."""
+    """Advance the fake clock event by event; keep ``saturate`` senders' queues full.
+
+    Returns the deliveries ``(node, rssi_dbm, frame)`` and statuses ``(node, dst_mac,
+    retries, ok, frame)`` in the order the medium produced them.
+    """
     deliveries, statuses = [], []
     while True:
         for src, dst in (saturate or {}).items():
@@ -30,7 +34,15 @@ def run(m: Medium, until: float, saturate: dict[int, int] | None = None, t: floa
             break
         t = nxt
         m.handle_timer(t)
-        d, s = m.take_outputs()
+        d, s = drain(m)
         deliveries += d
         statuses += s
+    return deliveries, statuses
+
+
+def drain(m: Medium) -> tuple[list, list]:
+    """Every output the medium has, as (deliveries, statuses) without the ``at`` stamps."""
+    deliveries, statuses = [], []
+    while (ev := m.next_event()) is not None:
+        (deliveries if isinstance(ev, Delivery) else statuses).append(tuple(ev)[1:])
     return deliveries, statuses

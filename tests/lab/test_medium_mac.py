@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from manetkit.lab.medium.protocol import node_mac
-from tests.helpers.medium import frame, medium, run
+from tests.helpers.medium import drain, frame, medium, run
 
 
 def test_unicast_in_range_and_timing():
@@ -19,9 +19,9 @@ def test_unicast_in_range_and_timing():
     end = m.get_timer()
     assert end - t == pytest.approx((6336 + 10 + 304) * 1e-6)
     m.handle_timer(end - 1e-9)
-    assert m.take_outputs() == ([], [])  # nothing before the end of the exchange
+    assert m.next_event() is None  # nothing before the end of the exchange
     m.handle_timer(end)
-    d, s = m.take_outputs()
+    d, s = drain(m)
     assert d == [(2, pytest.approx(m.prop.rx_power_dbm(200)), f)] and s == []
 
 
@@ -239,7 +239,7 @@ def test_late_wakeups_lose_no_airtime():
             nxt = m.get_timer()
             t = nxt + late
             m.handle_timer(t)
-            n += len(m.take_outputs()[0])
+            n += len(drain(m)[0])
         return n
 
     on_time, late = deliveries(0.0), deliveries(0.001)

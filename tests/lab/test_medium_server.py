@@ -18,6 +18,7 @@ import pytest
 
 from manetkit import procs
 from manetkit.errors import UserError
+from manetkit.lab.fidelity import Reading
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.control import control
 from tests.helpers.lab import wait_for
@@ -122,6 +123,11 @@ def test_medium_process_end_to_end(medium_proc):
     assert stats["server"]["refused"] == 1
     assert stats["medium"]["unicast_failed"] == 1 and stats["medium"]["broadcast"] == 1
     assert stats["attached"] == ["n1", "n2", "n3"] and stats["cpu_s"] > 0
+    # fidelity: every output handed out was timed against its virtual schedule
+    fid = Reading.from_medium(control(ctl, {"cmd": "fidelity"}))
+    outputs = stats["medium"]["delivered"] + 1  # + the failed unicast's status
+    assert sum(fid.lag_counts) == outputs and fid.seconds
+    assert fid.unmodelled == {"medium_send_drops": 0, "medium_send_errors": 0}
 
     # control: neighbours, move, link, errors
     nb = control(ctl, {"cmd": "neighbours", "node": "n2"})

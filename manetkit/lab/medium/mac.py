@@ -1,9 +1,10 @@
 """Sans-I/O 802.11 DCF medium: who transmits when, who receives what.
 
 Inputs: :meth:`Medium.transmit` (a node puts a frame on the air), :meth:`Medium.handle_timer`;
-:meth:`Medium.get_timer` gives the next instant anything happens. Outputs accumulate in
-:attr:`Medium.deliveries` ``(dst_node, rssi_dbm, frame)`` and :attr:`Medium.statuses`
-``(src_node, dst_mac, retries, ok, frame)``; the shell drains both after each call.
+:meth:`Medium.get_timer` gives the next instant anything happens. Outputs are drained with
+:meth:`Medium.next_event` after each call: :class:`Delivery` (a frame reaches a node) and
+:class:`TxStatus` (the outcome of a unicast exchange), each stamped with the virtual time
+``at`` it is due, so the shell can measure how late it hands them out.
 Node numbers are the lab's ids (n1 = 1); internally 0-based indexes.
 
 The model (IEEE 802.11 DCF, clause 10.3; ns-2's ``Mac802_11`` for the choices the
@@ -60,6 +61,7 @@ import heapq
 import random
 from collections import deque
 from collections.abc import Callable
+from typing import NamedTuple
 
 from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.mobility import World
@@ -72,6 +74,33 @@ _END, _START = 0, 1  # at equal times a transmission ends before another starts
 CAPTURE_RATIO = 10.0  # 10 dB, ns-2's CPThresh_
 _BROADCAST = -1
 _NOBODY = -2
+
+
+class Delivery(NamedTuple):
+    """``frame`` reaches node ``node`` (lab id, n1 = 1) at received power ``rssi_dbm``."""
+
+    at: float  # virtual time the reception ends
+    node: int
+    rssi_dbm: float
+    frame: bytes
+
+
+class TxStatus(NamedTuple):
+    """The end of node ``node``'s unicast exchange to ``dst_mac``.
+
+    ``ok`` False: the retry chain was exhausted (``frame`` is the frame that failed);
+    True: delivered after ``retries`` retries (sent only when retries > 0; ``frame`` empty).
+    """
+
+    at: float
+    node: int
+    dst_mac: bytes
+    retries: int
+    ok: bool
+    frame: bytes
+
+
+MediumEvent = Delivery | TxStatus
 
 
 class _Node:
@@ -181,8 +210,7 @@ class Medium:
         self.snapshot: Snapshot = self._snap(0.0)
         self._snap_version = world.version
 
-        self.deliveries: list[tuple[int, float, bytes]] = []
-        self.statuses: list[tuple[int, bytes, int, bool, bytes]] = []
+        self._events: deque[MediumEvent] = deque()
         self.counters = {
             "frames_in": 0,
             "transmissions": 0,
@@ -278,10 +306,9 @@ class Medium:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def take_outputs(self) -> tuple[list, list]:
-        d, s = self.deliveries, self.statuses
-        self.deliveries, self.statuses = [], []
-        return d, s
+    def next_event(self) -> MediumEvent | None:
+        """The next output (:class:`Delivery` or :class:`TxStatus`), or None."""
+        return self._events.popleft() if self._events else None
 
     # --- the DCF --------------------------------------------------------------------
 
@@ -407,7 +434,7 @@ class Medium:
                 if self._lossy(i, r):
                     c["random_losses"] += 1
                     continue
-                self.deliveries.append((r + 1, snap.dbm[i][r], frame))
+                self._events.append(Delivery(t, r + 1, snap.dbm[i][r], frame))
                 nodes[r].received += 1
                 c["delivered"] += 1
             self._done(i, t)
@@ -422,19 +449,19 @@ class Medium:
             else:
                 ok = True
         if ok:
-            self.deliveries.append((dst + 1, snap.dbm[i][dst], frame))
+            self._events.append(Delivery(t, dst + 1, snap.dbm[i][dst], frame))
             nodes[dst].received += 1
             c["delivered"] += 1
             c["unicast_ok"] += 1
             if self._overhearers:
-                self._overheard(i, dst, frame, snap)
+                self._overheard(t, i, dst, frame, snap)
             if nd.retries:
-                self.statuses.append((i + 1, frame[:6], nd.retries, True, b""))
+                self._events.append(TxStatus(t, i + 1, frame[:6], nd.retries, True, b""))
             self._done(i, t)
             return
         if nd.retries >= self.retry_limit:
             c["unicast_failed"] += 1
-            self.statuses.append((i + 1, frame[:6], nd.retries, False, frame))
+            self._events.append(TxStatus(t, i + 1, frame[:6], nd.retries, False, frame))
             self._done(i, t)
             return
         nd.retries += 1
@@ -442,7 +469,7 @@ class Medium:
         nd.cw = min(2 * nd.cw + 1, self.cw_max)
         self._contend(i, t)
 
-    def _overheard(self, i: int, dst: int, frame: bytes, snap: Snapshot) -> None:
+    def _overheard(self, t: float, i: int, dst: int, frame: bytes, snap: Snapshot) -> None:
         """Hand ``i``'s unicast to ``dst`` to the other listeners in range that want it."""
         nodes = self.nodes
         c = self.counters
@@ -454,7 +481,7 @@ class Medium:
             if self._lossy(i, r):
                 c["random_losses"] += 1
                 continue
-            self.deliveries.append((r + 1, dbm[r], frame))
+            self._events.append(Delivery(t, r + 1, dbm[r], frame))
             c["overheard"] += 1
 
     def _done(self, i: int, t: float) -> None:

@@ -32,7 +32,8 @@ from manetkit.jsonlines import Access, LineServer
 from manetkit.lab.build import medium_from_scenario
 from manetkit.lab.medium import protocol as proto
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
-from manetkit.lab.medium.mac import Medium
+from manetkit.lab.medium.lag import LagRecorder
+from manetkit.lab.medium.mac import Delivery, Medium
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
 
 log = logging.getLogger("manetkit.medium")
@@ -148,6 +149,7 @@ class MediumServer:
             "send_errors": 0,
             "undeliverable": 0,
         }
+        self.lag = LagRecorder()
         self._socks: list[socket.socket] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
@@ -274,20 +276,19 @@ class MediumServer:
         """Hand out what the medium produced, then re-arm the one timer."""
         medium = self.medium
         medium.handle_timer(now)
-        if medium.deliveries or medium.statuses:
-            deliveries, statuses = medium.take_outputs()
-            node_addr = self.node_addr
-            deliver = proto.deliver
-            for dst, rssi, frame in deliveries:
-                to = node_addr.get(dst)
+        node_addr = self.node_addr
+        next_event = medium.next_event
+        record = self.lag.record
+        while (ev := next_event()) is not None:
+            record(now, ev.at)
+            to = node_addr.get(ev.node)
+            if type(ev) is Delivery:
                 if to is None:
                     self.counters["undeliverable"] += 1
                 else:
-                    self._send(to[0], to[1], deliver(rssi, frame))
-            for src, dst_mac, retries, ok, frame in statuses:
-                to = node_addr.get(src)
-                if to is not None:
-                    self._send(to[0], to[1], proto.txstatus(dst_mac, retries, ok, frame))
+                    self._send(to[0], to[1], proto.deliver(ev.rssi_dbm, ev.frame))
+            elif to is not None:
+                self._send(to[0], to[1], proto.txstatus(ev.dst_mac, ev.retries, ev.ok, ev.frame))
         when = medium.get_timer()
         if when is None:
             if self._timer is not None:
@@ -380,7 +381,23 @@ class MediumServer:
                 "medium": self.medium.stats(),
                 "graph_changes": self._gt.changes if self._gt else None,
             }
-        raise ValueError(f"unknown cmd {cmd!r} (ping, positions, neighbours, move, link, stats)")
+        if cmd == "fidelity":
+            return {"ok": True, "t": now, "lag": self.lag.to_wire(), "drops": self.drops()}
+        raise ValueError(
+            f"unknown cmd {cmd!r} (ping, positions, neighbours, move, link, stats, fidelity)"
+        )
+
+    def drops(self) -> dict[str, dict[str, int]]:
+        """Frames lost by the model's decision (physics, queues) and outside it (the
+        shell could not hand a DELIVER or TXSTATUS to a radio): lab/fidelity.py."""
+        c = self.medium.counters
+        return {
+            "modelled": {k: c[k] for k in ("queue_drops", "random_losses", "interference_losses")},
+            "unmodelled": {
+                "medium_send_drops": self.counters["send_drops"],
+                "medium_send_errors": self.counters["send_errors"],
+            },
+        }
 
     # --- lifecycle ------------------------------------------------------------------
 
