@@ -482,7 +482,7 @@ class Session:
         (``rewind``) the rest is replayed from there."""
         if peer_delivered < self.acked or peer_delivered > self.sent_high:
             self._protocol_error(
-                f"peer delivered {peer_delivered} outside [{self.acked}, {self.sent_high}]", now
+                now, f"peer delivered {peer_delivered} outside [{self.acked}, {self.sent_high}]"
             )
             return False
         self._settle(peer_delivered, peer_fin)

@@ -361,3 +361,16 @@ def test_the_reader_splits_a_data_frame_and_keeps_the_rest_framed() -> None:
     assert b"".join(d.payload for d in data) == b"a" * 50
     assert [d.offset for d in data] == list(range(1000, 1050))
     assert got[-1] == fr.Ack(7, False)
+
+
+def test_a_hello_reply_claiming_bytes_never_sent_names_the_offsets() -> None:
+    """The initiator's answer check reports the offending offsets (and is stamped with
+    ``now``), so the log line says what the peer claimed."""
+    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
+    s.new_transport(0.0)
+    s.app_data(0.0, b"x" * 10)
+    s.data_to_send()
+    s.transport_data(1.0, fr.pack_resume(s.sid, 0, 999, False))
+    ev = s.next_event()
+    assert isinstance(ev, Closed) and not ev.clean
+    assert "peer delivered 999 outside [0, 10]" in ev.reason
