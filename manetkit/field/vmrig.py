@@ -90,6 +90,25 @@ def kernel_package() -> str:
     raise UserError("apt-cache knows no linux-image-amd64 dependency: run 'apt-get update' first")
 
 
+APT_SANDBOX_USER = "_apt"  # apt's APT::Sandbox::User default (apt.conf(5))
+
+
+def hand_to_sandbox_user(directory: Path, user: str = APT_SANDBOX_USER) -> None:
+    """Make ``directory`` (mode 0700, from :func:`tempfile.mkdtemp`) writable by apt's
+    sandbox user alone: owned by it when it exists and we are root; otherwise apt runs
+    the download as us and the directory stays ours."""
+    import pwd
+
+    os.chmod(directory, 0o700)
+    if os.geteuid() != 0:
+        return
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return
+    os.chown(directory, entry.pw_uid, entry.pw_gid)
+
+
 def fetch_kernel(cache: Path) -> Kernel:
     """Download and unpack the kernel package once; later runs reuse the cache."""
     cache.mkdir(parents=True, exist_ok=True)
@@ -101,10 +120,12 @@ def fetch_kernel(cache: Path) -> Kernel:
         return Kernel(version, vmlinuz, tree)
     debs = sorted(cache.glob(f"{package}_*.deb"))
     if not debs:
-        # apt drops privileges to _apt, which may not write the cache: download as root
-        # into a private temporary directory, then move the package in.
+        # apt drops privileges to its sandbox user (_apt), which may not write the cache:
+        # download into a private temporary directory that only that user may write (never
+        # a world-writable one: as root, another local user could plant files or links in
+        # it), then move the package in.
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            os.chmod(tmp, 0o777)
+            hand_to_sandbox_user(Path(tmp))
             _run(["apt-get", "download", "-q", package], cwd=tmp)
             for deb in Path(tmp).glob("*.deb"):
                 shutil.move(str(deb), cache / deb.name)

@@ -43,3 +43,33 @@ def test_the_guest_reads_every_kept_path() -> None:
         check=True,
     ).stdout.split()
     assert out == ["/tmp/ci/clone", "/var/tmp/venv"]
+
+
+def test_the_kernel_download_directory_is_never_world_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """apt-get download runs in a directory only apt's sandbox user may write (as root, a
+    world-writable one lets any local user plant files or links for root to move)."""
+    import os
+    import pwd
+    import stat
+
+    from manetkit.field import vmrig
+
+    seen: list[os.stat_result] = []
+
+    def fake_run(argv: list[str], **kw: object) -> subprocess.CompletedProcess:
+        if argv[:2] == ["apt-get", "download"]:
+            seen.append(os.stat(str(kw["cwd"])))
+            raise vmrig.UserError("stop here")
+        raise AssertionError(argv)
+
+    monkeypatch.setattr(vmrig, "kernel_package", lambda: "linux-image-6.1.0-1-amd64")
+    monkeypatch.setattr(vmrig, "_run", fake_run)
+    with pytest.raises(UserError, match="stop here"):
+        vmrig.fetch_kernel(tmp_path)
+    (st,) = seen
+    assert stat.S_IMODE(st.st_mode) & 0o077 == 0, oct(st.st_mode)
+    users = {u.pw_name: u.pw_uid for u in pwd.getpwall()}
+    if os.geteuid() == 0 and vmrig.APT_SANDBOX_USER in users:
+        assert st.st_uid == users[vmrig.APT_SANDBOX_USER]
