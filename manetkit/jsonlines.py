@@ -9,7 +9,13 @@ open for the next request.
 :func:`request` is the one client; :class:`LineServer` the one server. The server:
 
 - creates its socket 0660, owned by the process (root on a real node) and, if a group is
-  configured, by that group (``chown``), so only root and that group can connect;
+  configured, by that group (``chown``), so only root and that group can connect; mode
+  and owner are set between bind(2) and listen(2), so no client can connect while the
+  file still has the umask's mode (connect(2) to a socket that does not listen yet is
+  refused);
+- serves at most ``max_clients`` connections at once; one more is answered with an
+  error line, closed and counted (``refused``), so local clients cannot exhaust the
+  server's descriptors;
 - refuses the commands a server marks ``privileged`` (those that change state: the
   daemon's ``discover``, the medium's ``move``/``link``) unless the peer, read with
   ``SO_PEERCRED``/``SO_PEERGROUPS`` (unix(7), socket(7)), is uid 0 or a member of the
@@ -39,6 +45,7 @@ log = logging.getLogger(__name__)
 
 QUEUE_LINES = 1024
 MAX_SUBSCRIBERS = 64
+MAX_CLIENTS = 128  # connections at once, subscribers included
 MAX_REQUEST = 64 * 1024
 SOCKET_MODE = 0o660
 # Linux's SO_PEERGROUPS (asm-generic/socket.h); older Pythons lack the constant.
@@ -179,6 +186,7 @@ class LineServer:
         subscribe: bool = False,
         queue_lines: int = QUEUE_LINES,
         max_subscribers: int = MAX_SUBSCRIBERS,
+        max_clients: int = MAX_CLIENTS,
         name: str = "socket",
     ) -> None:
         self.path = Path(path)
@@ -188,6 +196,7 @@ class LineServer:
         self._subscribe = subscribe
         self._queue_lines = queue_lines
         self.max_subscribers = max_subscribers
+        self.max_clients = max_clients
         self.name = name
         self._subs: set[_Subscriber] = set()
         self._server: asyncio.AbstractServer | None = None
@@ -205,12 +214,21 @@ class LineServer:
             if socket_alive(self.path):
                 raise OSError(f"{self.name} {self.path} is in use: is another one running?")
             self.path.unlink()
-        self._server = await asyncio.start_unix_server(
-            self._client, path=str(self.path), limit=MAX_REQUEST
-        )
-        os.chmod(self.path, SOCKET_MODE)
-        if gid is not None:
-            os.chown(self.path, -1, gid)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(self.path))
+            # mode and group before listen(2): until then connect(2) is refused, so there
+            # is no moment when the umask's mode lets another user in
+            os.chmod(self.path, SOCKET_MODE)
+            if gid is not None:
+                os.chown(self.path, -1, gid)
+            sock.listen(self.max_clients)
+        except BaseException:
+            sock.close()
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            raise
+        self._server = await asyncio.start_unix_server(self._client, sock=sock, limit=MAX_REQUEST)
 
     async def close(self) -> None:
         if self._server is None:
@@ -289,6 +307,18 @@ class LineServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        if len(self._conns) >= self.max_clients:
+            self.refused += 1
+            with contextlib.suppress(ConnectionError, OSError):
+                await _send(
+                    writer,
+                    {
+                        "ok": False,
+                        "error": f"{self.name}: already {self.max_clients} clients (the limit)",
+                    },
+                )
+            writer.close()
+            return
         if task:
             self._conns.add(task)
         sock = writer.get_extra_info("socket")

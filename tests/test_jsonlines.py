@@ -122,3 +122,71 @@ def test_close_with_connected_clients_logs_no_error(tmp_path, caplog):
     with caplog.at_level("ERROR", logger="asyncio"):
         asyncio.run(main())
     assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
+
+
+def test_the_socket_has_its_mode_before_anyone_can_connect(tmp_path, monkeypatch):
+    """chmod/chown run between bind and listen: a client trying at that moment is refused
+    (before, the server listened first and a client could connect with the umask's mode)."""
+    import errno
+    import socket
+    import stat
+
+    from manetkit import jsonlines
+
+    attempts: list[int] = []
+    real_chmod = os.chmod
+
+    def chmod_and_try(path, mode, *a, **kw):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            c.connect(str(path))
+            attempts.append(0)
+        except OSError as exc:
+            attempts.append(exc.errno or -1)
+        finally:
+            c.close()
+        return real_chmod(path, mode, *a, **kw)
+
+    monkeypatch.setattr(jsonlines.os, "chmod", chmod_and_try)
+
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", dict)
+        await srv.start()
+        try:
+            assert attempts == [errno.ECONNREFUSED]
+            assert stat.S_IMODE(os.stat(tmp_path / "s.sock").st_mode) == 0o660
+            r, w = await asyncio.open_unix_connection(str(tmp_path / "s.sock"))
+            w.write(b'{"cmd":"x"}\n')
+            assert (await _line(r)) == {"cmd": "x"}
+            w.close()
+        finally:
+            await srv.close()
+
+    asyncio.run(main())
+
+
+def test_clients_are_bounded_and_refusals_counted(tmp_path):
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", lambda req: {"ok": True}, max_clients=2)
+        await srv.start()
+        try:
+            conns = [await asyncio.open_unix_connection(str(tmp_path / "s.sock")) for _ in range(2)]
+            for r, w in conns:  # both are served
+                w.write(b'{"cmd":"x"}\n')
+                assert (await _line(r)) == {"ok": True}
+            r3, w3 = await asyncio.open_unix_connection(str(tmp_path / "s.sock"))
+            reply = await _line(r3)
+            assert reply["ok"] is False and "2 clients (the limit)" in reply["error"]
+            assert await asyncio.wait_for(r3.read(), 2) == b""  # closed
+            assert srv.counters()["refused"] == 1
+            conns[0][1].close()  # one leaves: its place is free again
+            await asyncio.sleep(0.05)
+            r4, w4 = await asyncio.open_unix_connection(str(tmp_path / "s.sock"))
+            w4.write(b'{"cmd":"x"}\n')
+            assert (await _line(r4)) == {"ok": True}
+            for w in (conns[1][1], w3, w4):
+                w.close()
+        finally:
+            await srv.close()
+
+    asyncio.run(main())
