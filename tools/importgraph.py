@@ -26,6 +26,9 @@ NEUTRAL = {
     "procs", "runner", "tuntap",
 }  # fmt: skip
 
+# The proxy's sans-I/O cores: protocol logic and wire formats, no sockets or event loop.
+PROXY_CORES = ("session", "policy", "frames", "modes", "channel")
+
 # (importer prefix, forbidden prefix, why)
 RULES: list[tuple[str, str, str]] = [
     ("manetkit.daemon", "manetkit.lab", "the daemon runs on real nodes: it must not need the lab"),
@@ -41,6 +44,11 @@ RULES: list[tuple[str, str, str]] = [
     (f"manetkit.{n}", f"manetkit.{layer}", "neutral modules import no layer")
     for n in sorted(NEUTRAL)
     for layer in ("daemon", "proxy", "lab", "bench", "field")
+]
+RULES += [
+    (f"manetkit.proxy.{core}", io, "the proxy's protocol cores are sans-I/O (docs/proxy.md)")
+    for core in PROXY_CORES
+    for io in ("asyncio", "socket", "selectors")
 ]
 # manetkit.experiment drives labs and uses the bench's writer: nothing imports it.
 RULES += [

@@ -10,25 +10,41 @@
   sans-I/O :mod:`manetkit.proxy.policy` (Holland & Vaidya section 6; Kim, Toh & Choi
   section IV), fed with :func:`tcp_info` (has the kernel connection backed off?) and the
   daemon's typed events (:mod:`manetkit.events`).
+
+Sans-I/O, like the other cores: the knobs are plain values (:class:`SockOpt`) and the
+kernel's ``struct tcp_info`` is parsed from bytes; :mod:`manetkit.proxy.sockets` is the
+shell that calls setsockopt/getsockopt.
 """
 
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from manetkit.proxy.config import ProxyConfig
 
-TCP_RTO_MAX_MS = 44  # include/uapi/linux/tcp.h, Linux 6.15+
-TCP_USER_TIMEOUT = 18
-TCP_THIN_LINEAR_TIMEOUTS = 16
-TCP_LINGER2 = 8
+# include/uapi/linux/in.h and include/uapi/linux/tcp.h (no socket import: a core does no I/O)
+IPPROTO_TCP = 6
+TCP_NODELAY = 1
+TCP_INFO = 11
 TCP_CONGESTION = 13
+TCP_THIN_LINEAR_TIMEOUTS = 16
+TCP_USER_TIMEOUT = 18
+TCP_LINGER2 = 8
+TCP_RTO_MAX_MS = 44  # Linux 6.15+
 FIN_WAIT2_S = 5  # orphaned FIN_WAIT2 lifetime: no pile-up from peers that never close
 
-_TCP_INFO = struct.Struct("=8B24I")
+TCP_INFO_STRUCT = struct.Struct("=8B24I")
+
+
+@dataclass(frozen=True, slots=True)
+class SockOpt:
+    """One setsockopt(2) call: level, option name and an int or bytes value."""
+
+    level: int
+    name: int
+    value: int | bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +68,12 @@ class TcpInfo:
         }
 
 
-def tcp_info(sock: socket.socket) -> TcpInfo | None:
-    """The kernel's view of a connection (struct tcp_info, include/uapi/linux/tcp.h)."""
-    try:
-        raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO.size)
-    except OSError:
+def parse_tcp_info(raw: bytes) -> TcpInfo | None:
+    """The kernel's view of a connection (struct tcp_info, include/uapi/linux/tcp.h), or
+    None when ``raw`` is shorter than the fields read here."""
+    if len(raw) < TCP_INFO_STRUCT.size:
         return None
-    if len(raw) < _TCP_INFO.size:
-        return None
-    v = _TCP_INFO.unpack(raw)
+    v = TCP_INFO_STRUCT.unpack_from(raw)
     u8, u32 = v[:8], v[8:]
     # u32 fields: rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets,
     # last_data_sent, last_ack_sent, last_data_recv, last_ack_recv, pmtu, rcv_ssthresh,
@@ -76,18 +89,24 @@ def tcp_info(sock: socket.socket) -> TcpInfo | None:
     )
 
 
-def apply_leg_options(sock: socket.socket, mode: str, cfg: ProxyConfig) -> None:
-    """Socket knobs of a mesh-leg connection (before connect)."""
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, TCP_LINGER2, FIN_WAIT2_S)
+def fin_wait2_options() -> list[SockOpt]:
+    """Every proxy TCP socket: orphaned FIN_WAIT2 sockets never pile up."""
+    return [SockOpt(IPPROTO_TCP, TCP_LINGER2, FIN_WAIT2_S)]
+
+
+def leg_options(mode: str, cfg: ProxyConfig) -> list[SockOpt]:
+    """Socket knobs of a mesh-leg connection (set before connect, or on an accepted leg:
+    every mode's leg is TCP_NODELAY, with a user timeout of ``partition_timeout``)."""
+    opts = [SockOpt(IPPROTO_TCP, TCP_NODELAY, 1), *fin_wait2_options()]
     if cfg.congestion_control:
-        sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cfg.congestion_control.encode())
+        opts.append(SockOpt(IPPROTO_TCP, TCP_CONGESTION, cfg.congestion_control.encode()))
     # Every mode: a transport that cannot deliver for the partition timeout is dead.
-    sock.setsockopt(socket.IPPROTO_TCP, TCP_USER_TIMEOUT, int(cfg.partition_timeout * 1000))
+    opts.append(SockOpt(IPPROTO_TCP, TCP_USER_TIMEOUT, int(cfg.partition_timeout * 1000)))
     if mode == "fixed-rto":
-        sock.setsockopt(socket.IPPROTO_TCP, TCP_RTO_MAX_MS, cfg.rto_max_ms)
+        opts.append(SockOpt(IPPROTO_TCP, TCP_RTO_MAX_MS, cfg.rto_max_ms))
         if cfg.thin_linear_timeouts:
-            sock.setsockopt(socket.IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1)
+            opts.append(SockOpt(IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1))
+    return opts
 
 
 def backed_off(info: TcpInfo | None) -> bool:

@@ -1,8 +1,9 @@
 """Sans-I/O freeze / probe / thaw policy of one proxy session (ELFN and TCP-BuS).
 
 The decisions the mesh leg's modes make on the routing daemon's events, kept apart from
-sockets and clocks (the engines' shape: inputs stamped with ``now``, actions drained with
-:meth:`Policy.next_action`, one deadline from :meth:`Policy.get_timer`):
+sockets and clocks (the project's core contract, docs/style.md: inputs stamped with ``now``,
+outputs drained as typed events with :meth:`Policy.next_event`, one deadline from
+:meth:`Policy.get_timer`, handled by :meth:`Policy.handle_timer`):
 
 * ``plain`` and ``fixed-rto``: route events change nothing (fixed-rto lives in the
   kernel's socket options, :mod:`manetkit.proxy.modes`).
@@ -20,8 +21,9 @@ sockets and clocks (the engines' shape: inputs stamped with ``now``, actions dra
 Inputs: :meth:`Policy.route_event` (a typed event of :mod:`manetkit.events` that concerns
 this session's flow), :meth:`Policy.handle_timer`, :meth:`Policy.resumed`; each with the
 shell's plain view of the session and its kernel connection (:class:`Leg`).
-Outputs: :class:`Freeze`, :class:`Thaw`, :class:`SendProbe`, :class:`Discover`,
-:class:`ReplaceLeg`, :class:`Reconnect`; :meth:`Policy.get_timer` is the next probe.
+Outputs (commands to the shell, drained with :meth:`Policy.next_event`): :class:`Freeze`,
+:class:`Thaw`, :class:`SendProbe`, :class:`Discover`, :class:`ReplaceLeg`,
+:class:`Reconnect`; :meth:`Policy.get_timer` is the next probe.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class Leg:
     rtt_ms: float | None = None  # tcp_info: smoothed RTT
 
 
-# --- actions --------------------------------------------------------------------------------
+# --- events (commands to the shell) --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ class Reconnect:
     """The leg is gone and the route is back: dial the next leg now, not after back-off."""
 
 
-Action = Freeze | Thaw | SendProbe | Discover | ReplaceLeg | Reconnect
+Event = Freeze | Thaw | SendProbe | Discover | ReplaceLeg | Reconnect
 
 
 def concerns(ev: events.Event, peer: str, leg: tuple[tuple[str, int], int] | None) -> bool:
@@ -138,7 +140,7 @@ class Policy:
         self.frozen_by: str | None = None  # the event that froze the session last
         self._outage = False  # frozen by a route event and not resumed since
         self._probe_at: float | None = None
-        self._actions: deque[Action] = deque()
+        self._events: deque[Event] = deque()
 
     @property
     def reacts(self) -> bool:
@@ -215,15 +217,16 @@ class Policy:
 
     def closed(self, now: float) -> None:
         self._probe_at = None
-        self._actions.clear()
+        self._events.clear()
 
     # --- outputs --------------------------------------------------------------------------
 
     def get_timer(self) -> float | None:
         return self._probe_at
 
-    def next_action(self) -> Action | None:
-        return self._actions.popleft() if self._actions else None
+    def next_event(self) -> Event | None:
+        """The next command for the shell, None when there is none (drain until None)."""
+        return self._events.popleft() if self._events else None
 
-    def _emit(self, action: Action) -> None:
-        self._actions.append(action)
+    def _emit(self, event: Event) -> None:
+        self._events.append(event)

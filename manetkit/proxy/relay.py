@@ -29,11 +29,12 @@ from manetkit.proxy.session import (
     Frozen,
     Resumed,
     Role,
+    SendBytes,
     Session,
     StaleTransport,
     State,
 )
-from manetkit.proxy.sockets import Side, graceful_close, reset_socket
+from manetkit.proxy.sockets import Side, apply_options, graceful_close, reset_socket, tcp_info
 
 log = logging.getLogger("manetkit.proxy")
 
@@ -114,7 +115,7 @@ class Relay:
 
     def tcp_info(self) -> modes.TcpInfo | None:
         sock = self.mesh_sock()
-        info = modes.tcp_info(sock) if sock is not None else None
+        info = tcp_info(sock) if sock is not None else None
         if info is not None:
             self.last_tcp_info = info
         return info
@@ -250,11 +251,11 @@ class Relay:
     def flush(self) -> None:
         """Send what the session produced, act on its events, re-arm the timer."""
         s = self.session
-        out = s.data_to_send()
-        if out and self.mesh is not None and self.mesh.transport is not None:
-            self.mesh.transport.write(out)
         while (ev := s.next_event()) is not None:
-            if isinstance(ev, DeliverData):
+            if isinstance(ev, SendBytes):
+                if self.mesh is not None and self.mesh.transport is not None:
+                    self.mesh.transport.write(ev.data)
+            elif isinstance(ev, DeliverData):
                 self.deliver(ev.data)
             elif isinstance(ev, AppEof):
                 self.deliver_eof()
@@ -272,7 +273,7 @@ class Relay:
     def apply_policy(self) -> None:
         """Carry out the policy's actions on the session and the legs."""
         s = self.session
-        while (act := self.policy.next_action()) is not None:
+        while (act := self.policy.next_event()) is not None:
             now = self.loop.time()
             if isinstance(act, pol.Freeze):
                 s.freeze(now, act.why)
@@ -434,7 +435,7 @@ class Relay:
         try:
             sock.setblocking(False)
             intercept.mark(sock, cfg.own_mark)
-            modes.apply_leg_options(sock, self.mode, cfg)
+            apply_options(sock, modes.leg_options(self.mode, cfg))
             await asyncio.wait_for(
                 self.loop.sock_connect(sock, (str(self.peer), cfg.peer_port)),
                 self._dial_timeout(),

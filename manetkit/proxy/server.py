@@ -43,7 +43,7 @@ from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.daemonclient import DaemonClient
 from manetkit.proxy.relay import Relay
 from manetkit.proxy.session import Role, Session, SessionConfig
-from manetkit.proxy.sockets import Side, arm_rst_on_close, reset_socket
+from manetkit.proxy.sockets import Side, apply_options, arm_rst_on_close, reset_socket
 
 log = logging.getLogger("manetkit.proxy")
 
@@ -214,7 +214,7 @@ class Proxy:
     async def _on_app(self, conn: socket.socket, addr: tuple[str, int]) -> None:
         dst, port = intercept.original_dst(conn)
         mode = self.cfg.mode_for(dst)
-        conn.setsockopt(socket.IPPROTO_TCP, modes.TCP_LINGER2, modes.FIN_WAIT2_S)
+        apply_options(conn, modes.fin_wait2_options())
         arm_rst_on_close(conn)
         session = Session.initiate(
             self.loop.time(), (dst, port), mode, self.session_config(),
@@ -244,11 +244,7 @@ class Proxy:
             conn.close()
             return
         conn.setblocking(False)
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.setsockopt(socket.IPPROTO_TCP, modes.TCP_LINGER2, modes.FIN_WAIT2_S)
-        conn.setsockopt(
-            socket.IPPROTO_TCP, modes.TCP_USER_TIMEOUT, int(self.cfg.partition_timeout * 1000)
-        )
+        apply_options(conn, modes.leg_options("elfn", self.cfg))
         self.pending_hellos += 1
         try:
             got = await self._read_hello(conn)
@@ -367,7 +363,7 @@ class Proxy:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, modes.TCP_LINGER2, modes.FIN_WAIT2_S)
+            apply_options(sock, modes.fin_wait2_options())
             if self.cfg.transparent_source:
                 intercept.make_transparent(sock)
                 intercept.mark(sock, self.cfg.transparent_mark)

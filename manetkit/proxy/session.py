@@ -14,10 +14,11 @@ Inputs (``now``, monotonic seconds, first after self, as in the routing engines)
   app_data, app_eof, transport_data, transport_lost, new_transport, handle_timer,
   freeze / probe / thaw (the decisions of :mod:`manetkit.proxy.policy`), reset.
 Randomness (session ids, probe nonces) comes from the injected ``token_bytes``.
-Outputs:
-  data_to_send()  bytes for the current transport
-  next_event()    DeliverData, AppEof, Frozen, Resumed, Closed
-  get_timer()     the one deadline the session needs next
+Outputs (the project's core contract, docs/style.md), drained with ``next_event()`` until
+it returns None: SendBytes (bytes for the current transport, consecutive frames in one
+event), DeliverData (bytes for the local application), AppEof, Frozen, Resumed, Closed;
+in the order they happened (a RESET's SendBytes comes before its Closed).
+``get_timer()`` is the one deadline the session needs next, ``handle_timer(now)`` its input.
 
 States: FLOWING (data moves), FROZEN (route reported down: hold data), PROBING (frozen,
 a probe outstanding), RESUMING (transport lost or replaced, waiting for the peer's
@@ -65,6 +66,13 @@ class StaleTransport(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class SendBytes:
+    """Bytes for the current transport (the mesh leg), to be written in order."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class DeliverData:
     """Bytes for the local application, in order, each byte exactly once."""
 
@@ -92,7 +100,7 @@ class Closed:
     clean: bool  # True: both directions finished; False: reset (the app must see RST)
 
 
-Event = DeliverData | AppEof | Frozen | Resumed | Closed
+Event = SendBytes | DeliverData | AppEof | Frozen | Resumed | Closed
 
 
 @dataclass(slots=True)
@@ -246,7 +254,7 @@ class Session:
         if self.state is State.CLOSED:
             raise SessionStateError("new_transport", self.state)
         self._reader.clear()
-        self._out.clear()  # bytes for the old transport are moot: RESUME decides replay
+        self._drop_pending_bytes()
         self._has_transport = True
         self._ack_deadline = None
         if self.role is Role.ACCEPTOR:
@@ -283,7 +291,7 @@ class Session:
         self._has_transport = False
         self._ack_deadline = None  # the RESUME on the next transport carries the offset
         self._reader.clear()
-        self._out.clear()
+        self._drop_pending_bytes()
         self.state = State.RESUMING
 
     def transport_eof(self, now: float) -> None:
@@ -322,7 +330,7 @@ class Session:
         if self.state is not State.FLOWING:
             raise SessionStateError("freeze", self.state)
         self.state = State.FROZEN
-        self._events.append(Frozen(why))
+        self._emit(Frozen(why))
 
     def probe(self, now: float) -> None:
         """Send a PROBE on the current transport; its PROBE_ACK thaws the session."""
@@ -340,7 +348,7 @@ class Session:
             raise SessionStateError("thaw", self.state)
         self._probe_nonce = None
         self.state = State.FLOWING
-        self._events.append(Resumed(how))
+        self._emit(Resumed(how))
         self._pump(now)
 
     # --- timers ----------------------------------------------------------------------
@@ -384,13 +392,28 @@ class Session:
 
     # --- outputs -----------------------------------------------------------------------
 
-    def data_to_send(self) -> bytes:
-        out = bytes(self._out)
-        self._out.clear()
-        return out
-
     def next_event(self) -> Event | None:
-        return self._events.popleft() if self._events else None
+        """The next output, None when there is none (drain until None after every input)."""
+        if self._events:
+            return self._events.popleft()
+        if self._out:
+            out = SendBytes(bytes(self._out))
+            self._out.clear()
+            return out
+        return None
+
+    def _emit(self, event: Event) -> None:
+        """Queue an event after the bytes produced before it (order is the shell's order)."""
+        if self._out:
+            self._events.append(SendBytes(bytes(self._out)))
+            self._out.clear()
+        self._events.append(event)
+
+    def _drop_pending_bytes(self) -> None:
+        """Bytes for a transport that is gone are moot: RESUME decides what is replayed."""
+        self._out.clear()
+        if any(isinstance(e, SendBytes) for e in self._events):
+            self._events = deque(e for e in self._events if not isinstance(e, SendBytes))
 
     # --- internals ---------------------------------------------------------------------
 
@@ -404,7 +427,7 @@ class Session:
         self.state = State.CLOSED
         self._buf.clear()
         self._ack_deadline = None
-        self._events.append(Closed(reason, clean))
+        self._emit(Closed(reason, clean))
 
     def _protocol_error(self, now: float, why: str) -> None:
         self.malformed += 1
@@ -455,7 +478,7 @@ class Session:
             self.state = State.FLOWING
             if not first:
                 self.resumes += 1
-                self._events.append(Resumed("resume"))
+                self._emit(Resumed("resume"))
             self._pump(now)
             return
         # initiator: the acceptor's answer to our OPEN or RESUME
@@ -469,7 +492,7 @@ class Session:
         if was_resuming:
             self.resumes += 1
             self.state = State.FLOWING
-            self._events.append(Resumed("resume"))
+            self._emit(Resumed("resume"))
             self._pump(now)
 
     def _send_hello_reply(self, now: float) -> None:
@@ -524,7 +547,7 @@ class Session:
             return
         skip = self.delivered - frame.offset
         self.duplicate_bytes += skip
-        self._events.append(DeliverData(frame.payload[skip:] if skip else frame.payload))
+        self._emit(DeliverData(frame.payload[skip:] if skip else frame.payload))
         self.delivered = end
         self._check_eof()
 
@@ -541,7 +564,7 @@ class Session:
     def _check_eof(self) -> None:
         if not self._eof_delivered and self._eof_seen():
             self._eof_delivered = True
-            self._events.append(AppEof())
+            self._emit(AppEof())
             self._ack_deadline = -1.0  # tell the peer at once: it may be waiting to close
             self._maybe_done()
 

@@ -1,6 +1,7 @@
-"""Socket glue shared by the relay and the server: the asyncio protocol of one side and
-the ways a TCP socket is closed (clean FIN, or RST so an app never reads a cut stream as
-complete)."""
+"""Socket glue shared by the relay and the server: the asyncio protocol of one side, the
+ways a TCP socket is closed (clean FIN, or RST so an app never reads a cut stream as
+complete), and the kernel calls behind :mod:`manetkit.proxy.modes`' plain values
+(setsockopt of a mode's knobs, getsockopt of TCP_INFO)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,26 @@ import struct
 from collections.abc import Callable
 from typing import Protocol
 
+from manetkit.proxy import modes
+
 HIGH_WATER = 1 << 20  # bytes queued on a socket before the other side pauses
 
 _LINGER_RST = struct.pack("ii", 1, 0)
 _LINGER_OFF = struct.pack("ii", 0, 0)
+
+
+def apply_options(sock: socket.socket, opts: list[modes.SockOpt]) -> None:
+    for o in opts:
+        sock.setsockopt(o.level, o.name, o.value)
+
+
+def tcp_info(sock: socket.socket) -> modes.TcpInfo | None:
+    """TCP_INFO of a connected socket, None if the kernel does not say."""
+    try:
+        raw = sock.getsockopt(modes.IPPROTO_TCP, modes.TCP_INFO, modes.TCP_INFO_STRUCT.size)
+    except OSError:
+        return None
+    return modes.parse_tcp_info(raw)
 
 
 def arm_rst_on_close(sock: socket.socket) -> None:

@@ -17,6 +17,7 @@ from manetkit.proxy.session import (
     Closed,
     DeliverData,
     Role,
+    SendBytes,
     Session,
     SessionConfig,
 )
@@ -27,6 +28,16 @@ DST = (ip_address("10.42.0.5"), 8080)
 def tokens(seed: int = 0) -> Callable[[int], bytes]:
     """Deterministic stand-in for secrets.token_bytes (session ids, probe nonces)."""
     return random.Random(seed).randbytes
+
+
+def sent(session: Session) -> bytes:
+    """Drain a session's outputs; the bytes it wrote to its transport (tests that drive one
+    session alone)."""
+    out = bytearray()
+    while (ev := session.next_event()) is not None:
+        if isinstance(ev, SendBytes):
+            out += ev.data
+    return bytes(out)
 
 
 def pattern(offset: int, n: int, salt: int) -> bytes:
@@ -43,10 +54,13 @@ class Side:
         self.eof = 0
         self.closed: list[Closed] = []
 
-    def drain(self) -> None:
+    def drain(self, out: bytearray) -> None:
+        """Everything the session produced: bytes for the transport go to ``out``."""
         assert self.session is not None
         while (ev := self.session.next_event()) is not None:
-            if isinstance(ev, DeliverData):
+            if isinstance(ev, SendBytes):
+                out += ev.data
+            elif isinstance(ev, DeliverData):
                 self.received += ev.data
             elif isinstance(ev, AppEof):
                 self.eof += 1
@@ -80,11 +94,9 @@ class Pair:
         return self.a.session
 
     def _collect(self) -> None:
-        self.i2a += self.si.data_to_send()
-        self.i.drain()
+        self.i.drain(self.i2a)
         if self.sa is not None:
-            self.a2i += self.sa.data_to_send()
-            self.a.drain()
+            self.a.drain(self.a2i)
             if self.a_attached and self.sa.state.value == "closed" and self.a.closed[-1].clean:
                 self.a_eof = True  # the acceptor's shell closes the transport when done
 

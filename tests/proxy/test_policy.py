@@ -36,9 +36,9 @@ def make(mode: str, **kw: object) -> pol.Policy:
     return pol.Policy(pol.PolicyConfig(mode=mode, **kw), PEER)  # type: ignore[arg-type]
 
 
-def drain(p: pol.Policy) -> list[pol.Action]:
+def drain(p: pol.Policy) -> list[pol.Event]:
     out = []
-    while (a := p.next_action()) is not None:
+    while (a := p.next_event()) is not None:
         out.append(a)
     return out
 
@@ -230,7 +230,7 @@ def test_concerns_matches_the_peer_and_the_legs_ports_either_way() -> None:
 # --- wired to real sessions (what the relay does) ----------------------------------------------
 
 
-def apply(pair: Pair, p: pol.Policy) -> list[pol.Action]:
+def apply(pair: Pair, p: pol.Policy) -> list[pol.Event]:
     acts = drain(p)
     s = pair.si
     for a in acts:
