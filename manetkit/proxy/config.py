@@ -72,6 +72,13 @@ class ProxyConfig(_Strict):
         4 * 1024 * 1024, ge=65536, le=1 << 30, description="unacked bytes per session"
     )
     keepalive: float = Field(1.0, gt=0, le=60, description="session keepalive period")
+    ack_delay: float = Field(
+        0.2,
+        ge=0.001,
+        le=60,
+        description="longest wait before acknowledging delivered bytes to the peer proxy "
+        "(each acknowledgement is a packet on the air; 64 KiB are acknowledged at once)",
+    )
     max_sessions: int | None = Field(
         None, ge=1, description="default: derived from RLIMIT_NOFILE (3 descriptors each)"
     )
@@ -103,6 +110,8 @@ class ProxyConfig(_Strict):
             raise ValueError("listen_port and peer_port must differ")
         if self.keepalive * 2 > self.partition_timeout:
             raise ValueError("keepalive must be at most half of partition_timeout")
+        if self.ack_delay > self.keepalive:
+            raise ValueError("ack_delay must be at most keepalive")
         if self.thin_linear_timeouts and self.congestion_control not in ("reno", "cubic"):
             raise ValueError(
                 "thin_linear_timeouts needs congestion_control reno or cubic "

@@ -110,6 +110,7 @@ class Proxy:
         return SessionConfig(
             replay_limit=self.cfg.replay_buffer,
             keepalive=self.cfg.keepalive,
+            ack_delay=self.cfg.ack_delay,
             partition_timeout=self.cfg.partition_timeout,
         )
 
