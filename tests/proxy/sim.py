@@ -214,6 +214,6 @@ class Pair:
                     s.thaw(self.now, "test")
                     self._collect()
             if not moved:
-                self.tick(0.05)
+                self.tick(self.cfg.ack_delay + 0.01)  # a delayed ACK is due by then
                 if not (self.i2a or self.a2i):
                     return
