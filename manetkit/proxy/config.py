@@ -13,7 +13,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from manetkit.configfile import read_yaml_mapping, validate
+from manetkit.keyfile import read_hex_key
 from manetkit.paths import check_socket_path
+from manetkit.proxy.channel import Keyring, MeshKey
 
 Mode = Literal["plain", "fixed-rto", "elfn", "bus"]
 
@@ -27,6 +29,47 @@ class PrefixMode(_Strict):
     mode: Mode = Field(description="plain, fixed-rto, elfn or bus")
 
 
+class PeerKey(_Strict):
+    id: int = Field(ge=1, le=255, description="key id carried in every OPEN")
+    key_file: Path = Field(
+        description="file holding the key as hex (16-64 bytes), mode 0600 (the daemon's "
+        "auth key file may be the same file)"
+    )
+
+
+class PeerAuth(_Strict):
+    """``auth:`` the mesh key of the peer channel (docs/proxy.md, docs/security.md)."""
+
+    keys: tuple[PeerKey, ...] = Field(
+        min_length=1, max_length=2, description="first tags OPENs, any is accepted (roll-over)"
+    )
+    required: bool = Field(
+        True, description="refuse OPENs made without a mesh key (off: mixed meshes)"
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> PeerAuth:
+        ids = [k.id for k in self.keys]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"keys: duplicate key id in {ids}")
+        return self
+
+
+MIN_KEY, MAX_KEY = 16, 64  # bytes, as the daemon's auth keys
+
+
+def load_keyring(cfg: ProxyConfig) -> Keyring:
+    """Read the mesh keys (each file checked for its permissions, manetkit.keyfile);
+    without ``auth`` the channel still agrees on per-session keys (ephemeral X25519)."""
+    if cfg.auth is None:
+        return Keyring()
+    keys = tuple(
+        MeshKey(k.id, read_hex_key(k.key_file, f"auth.keys[{i}].key_file", MIN_KEY, MAX_KEY))
+        for i, k in enumerate(cfg.auth.keys)
+    )
+    return Keyring(keys, cfg.auth.required)
+
+
 class ProxyConfig(_Strict):
     mesh_prefix: IPv4Network = Field(
         IPv4Network("10.42.0.0/16"), description="TCP to this prefix is intercepted"
@@ -35,16 +78,13 @@ class ProxyConfig(_Strict):
     modes: tuple[PrefixMode, ...] = Field((), description="per-prefix modes; longest prefix wins")
     listen_port: int = Field(4241, ge=1, le=65535, description="intercept listener (nft target)")
     peer_port: int = Field(4242, ge=1, le=65535, description="mesh-leg port of peer proxies")
-    listen_address: IPv4Address = Field(
-        IPv4Address("0.0.0.0"), description="address of the mesh-leg listener"
+    listen_address: IPv4Address | None = Field(
+        None,
+        description="address of the mesh-leg listener (default: this host's one address "
+        "inside mesh_prefix, its mesh address)",
     )
     transparent_source: bool = Field(
         True, description="server sees the client's mesh address (IP_TRANSPARENT)"
-    )
-    allow_local: bool = Field(
-        False,
-        description="peers may ask for this host's loopback and other local addresses "
-        "outside mesh_prefix (off: only mesh_prefix destinations)",
     )
     client_interfaces: tuple[str, ...] = Field(
         (), description="also intercept TCP forwarded in from these interfaces (prerouting)"
@@ -80,7 +120,23 @@ class ProxyConfig(_Strict):
         "(each acknowledgement is a packet on the air; 64 KiB are acknowledged at once)",
     )
     max_sessions: int | None = Field(
-        None, ge=1, description="default: derived from RLIMIT_NOFILE (3 descriptors each)"
+        None,
+        ge=1,
+        description="sessions of local applications (default: derived from RLIMIT_NOFILE, "
+        "3 descriptors each)",
+    )
+    max_remote_sessions: int | None = Field(
+        None, ge=1, description="sessions peers open here, all peers (default: as max_sessions)"
+    )
+    max_peer_sessions: int = Field(64, ge=1, description="sessions one peer may open here")
+    memory_budget: int = Field(
+        256 * 1024 * 1024,
+        ge=4 * 1024 * 1024,
+        description="bytes all sessions' replay buffers may hold together; at the budget "
+        "no application is read (back-pressure)",
+    )
+    auth: PeerAuth | None = Field(
+        None, description="mesh key of the peer channel (off: per-session keys only)"
     )
     daemon_socket: Path | None = Field(
         Path("/run/manetkit/events.sock"), description="routing daemon's event socket"
@@ -102,8 +158,20 @@ class ProxyConfig(_Strict):
         # connect() / bind() would fail once the proxy runs
         return None if v is None else check_socket_path(v, "path")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "allow_local" in data:
+            raise ValueError(
+                "allow_local was removed: a peer may only ask for this node's own mesh "
+                "address (docs/proxy.md, 'What a peer may ask')"
+            )
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> ProxyConfig:
+        if self.listen_address is not None and self.listen_address not in self.mesh_prefix:
+            raise ValueError(f"listen_address {self.listen_address} is outside {self.mesh_prefix}")
         if self.own_mark == self.transparent_mark:
             raise ValueError("own_mark and transparent_mark must differ")
         if self.listen_port == self.peer_port:

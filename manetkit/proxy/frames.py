@@ -3,18 +3,27 @@
 Every frame is ``type:u8 | body_length:u32 | body`` (network byte order), carried over
 one kernel TCP connection (a *transport*). Offsets are 64-bit byte offsets of one
 direction's application stream, counted from 0 for the life of the session, so they
-stay meaningful across transports (DESIGN.md "Proxy semantics").
+stay meaningful across transports (docs/proxy.md, "Session wire format").
 
-======== =====================================================================
-OPEN     session id (16) | epoch u32 | port u16 | mode u8 | addr len u8 | addr
-RESUME   session id (16) | epoch u32 | delivered u64 | flags u8 (bit 0: FIN seen)
-DATA     offset u64 | payload
-ACK      delivered u64 | flags u8 (bit 0: FIN seen)
-FIN      final offset u64
-RESET    reason (UTF-8)
-PROBE    nonce u64
-PROBE_ACK nonce u64
-======== =====================================================================
+The type byte's low 6 bits are the frame type; bit 7 (``TAGGED``) says the body's last
+16 bytes are the frame's MAC tag, bit 6 (``EARLY``, only with ``TAGGED``) that the tag
+is under the early (mesh) key rather than the session key (:mod:`manetkit.proxy.channel`
+computes and checks tags; this module only carries them).
+
+=========  ===================================================================
+OPEN       session id (16) | epoch u32 | port u16 | mode u8 | key id u8 |
+           initiator public key (32) | addr len u8 | addr
+ACCEPT     session id (16) | epoch u32 | delivered u64 | flags u8 |
+           acceptor public key (32)                      (answers OPEN)
+RESUME     session id (16) | epoch u32 | delivered u64 | flags u8 (bit 0: FIN seen)
+STALE      session id (16) | epoch u32 (the acceptor's current epoch)
+DATA       offset u64 | payload
+ACK        delivered u64 | flags u8 (bit 0: FIN seen)
+FIN        final offset u64
+RESET      reason (UTF-8)
+PROBE      nonce u64
+PROBE_ACK  nonce u64
+=========  ===================================================================
 """
 
 from __future__ import annotations
@@ -25,14 +34,24 @@ from enum import IntEnum
 from ipaddress import IPv4Address, IPv6Address, ip_address
 
 HEADER = struct.Struct("!BI")
-MAX_BODY = 1 << 20  # a larger length means the stream is not ours (or is corrupt)
-MAX_DATA = 64 * 1024  # payload per DATA frame: one read's worth, keeps frames cheap
+MAX_DATA = 16 * 1024  # payload per DATA frame: TLS's record size (RFC 8446 5.1)
+TAG_LEN = 16  # the MAC tag at the end of a tagged body (channel.TAG_LEN)
+# A larger body means the stream is not ours (or is corrupt). It also bounds what a
+# reader holds for one unfinished frame.
+MAX_BODY = 8 + MAX_DATA + TAG_LEN + 64
 SID_LEN = 16
+PUB_LEN = 32
+
+TYPE_MASK = 0x3F
+TAGGED = 0x80
+EARLY = 0x40
 
 _U64 = struct.Struct("!Q")
 _ACK = struct.Struct("!QB")
-_OPEN_FIXED = struct.Struct("!16sIHBB")
+_OPEN_FIXED = struct.Struct("!16sIHBB32sB")
 _RESUME = struct.Struct("!16sIQB")
+_ACCEPT = struct.Struct("!16sIQB32s")
+_STALE = struct.Struct("!16sI")
 _DATA_HEAD = 5 + 8  # HEADER + offset
 
 MODES = ("plain", "fixed-rto", "elfn", "bus")
@@ -47,6 +66,8 @@ class FrameType(IntEnum):
     RESET = 6
     PROBE = 7
     PROBE_ACK = 8
+    ACCEPT = 9
+    STALE = 10
 
 
 class MalformedFrame(ValueError):
@@ -60,6 +81,17 @@ class Open:
     addr: IPv4Address | IPv6Address
     port: int
     mode: str
+    key_id: int  # 0: no mesh key (the initiator's tag-free OPEN)
+    pub: bytes  # the initiator's X25519 public key
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    sid: bytes
+    epoch: int
+    delivered: int
+    fin_seen: bool
+    pub: bytes  # the acceptor's X25519 public key
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +100,12 @@ class Resume:
     epoch: int
     delivered: int
     fin_seen: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    sid: bytes
+    epoch: int  # the acceptor's current epoch: the next RESUME must carry epoch + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +147,24 @@ class Unknown:
     type: int
 
 
-Frame = Open | Resume | Data | Ack | Fin | Reset | Probe | ProbeAck | Unknown
+Frame = Open | Accept | Resume | Stale | Data | Ack | Fin | Reset | Probe | ProbeAck | Unknown
+Hello = Open | Resume
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One frame as read: the parsed frame, its flag bits, and for a tagged frame the
+    bytes its tag covers (header and body without the tag) and the tag itself."""
+
+    frame: Frame
+    flags: int = 0
+    signed: bytes = b""
+    tag: bytes = b""
+
+
+# --- packing --------------------------------------------------------------------------
+# Every pack_* returns the untagged frame; the session seals it (seal()) when the
+# channel is keyed.
 
 
 def _frame(ftype: FrameType, body: bytes) -> bytes:
@@ -117,20 +172,40 @@ def _frame(ftype: FrameType, body: bytes) -> bytes:
 
 
 def pack_open(
-    sid: bytes, epoch: int, addr: IPv4Address | IPv6Address, port: int, mode: str
+    sid: bytes,
+    epoch: int,
+    addr: IPv4Address | IPv6Address,
+    port: int,
+    mode: str,
+    key_id: int = 0,
+    pub: bytes = bytes(PUB_LEN),
 ) -> bytes:
     raw = addr.packed
-    return _frame(
-        FrameType.OPEN, _OPEN_FIXED.pack(sid, epoch, port, MODES.index(mode), len(raw)) + raw
-    )
+    body = _OPEN_FIXED.pack(sid, epoch, port, MODES.index(mode), key_id, pub, len(raw)) + raw
+    return _frame(FrameType.OPEN, body)
+
+
+def pack_accept(sid: bytes, epoch: int, delivered: int, fin_seen: bool, pub: bytes) -> bytes:
+    return _frame(FrameType.ACCEPT, _ACCEPT.pack(sid, epoch, delivered, int(fin_seen), pub))
 
 
 def pack_resume(sid: bytes, epoch: int, delivered: int, fin_seen: bool) -> bytes:
     return _frame(FrameType.RESUME, _RESUME.pack(sid, epoch, delivered, int(fin_seen)))
 
 
+def pack_stale(sid: bytes, epoch: int) -> bytes:
+    return _frame(FrameType.STALE, _STALE.pack(sid, epoch))
+
+
+def data_header(offset: int, n: int, flags: int = 0) -> bytes:
+    """Header and offset of a DATA frame of ``n`` payload bytes (tag space included when
+    ``flags`` has TAGGED); the payload follows it, then the tag."""
+    extra = TAG_LEN if flags & TAGGED else 0
+    return HEADER.pack(FrameType.DATA | flags, 8 + n + extra) + _U64.pack(offset)
+
+
 def pack_data(offset: int, payload: bytes | memoryview) -> bytes:
-    return HEADER.pack(FrameType.DATA, 8 + len(payload)) + _U64.pack(offset) + payload
+    return data_header(offset, len(payload)) + payload
 
 
 def pack_ack(delivered: int, fin_seen: bool) -> bytes:
@@ -153,28 +228,44 @@ def pack_probe_ack(nonce: int) -> bytes:
     return _frame(FrameType.PROBE_ACK, _U64.pack(nonce))
 
 
-def _parse_body(ftype: int, body: bytes) -> Frame:
+def tagged_header(frame: bytes, flags: int) -> bytes:
+    """``frame`` (untagged) with the flag bits set and room for the tag in its length:
+    the bytes the tag covers; the tag is appended after them."""
+    ftype, length = HEADER.unpack_from(frame)
+    return HEADER.pack(ftype | flags, length + TAG_LEN) + frame[HEADER.size :]
+
+
+# --- parsing --------------------------------------------------------------------------
+
+
+def _parse_body(ftype: int, body: bytes | memoryview) -> Frame:
     try:
         if ftype == FrameType.DATA:
             if len(body) < 8:
                 raise MalformedFrame("DATA shorter than its offset")
-            return Data(_U64.unpack_from(body)[0], body[8:])
+            return Data(_U64.unpack_from(body)[0], bytes(body[8:]))
         if ftype == FrameType.ACK:
             delivered, flags = _ACK.unpack(body)
             return Ack(delivered, bool(flags & 1))
         if ftype == FrameType.RESUME:
             sid, epoch, delivered, flags = _RESUME.unpack(body)
             return Resume(sid, epoch, delivered, bool(flags & 1))
+        if ftype == FrameType.ACCEPT:
+            sid, epoch, delivered, flags, pub = _ACCEPT.unpack(body)
+            return Accept(sid, epoch, delivered, bool(flags & 1), pub)
+        if ftype == FrameType.STALE:
+            sid, epoch = _STALE.unpack(body)
+            return Stale(sid, epoch)
         if ftype == FrameType.OPEN:
-            sid, epoch, port, mode, alen = _OPEN_FIXED.unpack_from(body)
-            raw = body[_OPEN_FIXED.size :]
+            sid, epoch, port, mode, key_id, pub, alen = _OPEN_FIXED.unpack_from(body)
+            raw = bytes(body[_OPEN_FIXED.size :])
             if alen not in (4, 16) or len(raw) != alen or mode >= len(MODES):
                 raise MalformedFrame("OPEN with a bad address or mode")
-            return Open(sid, epoch, ip_address(raw), port, MODES[mode])
+            return Open(sid, epoch, ip_address(raw), port, MODES[mode], key_id, pub)
         if ftype == FrameType.FIN:
             return Fin(_U64.unpack(body)[0])
         if ftype == FrameType.RESET:
-            return Reset(body.decode(errors="replace"))
+            return Reset(bytes(body).decode(errors="replace"))
         if ftype == FrameType.PROBE:
             return Probe(_U64.unpack(body)[0])
         if ftype == FrameType.PROBE_ACK:
@@ -202,21 +293,31 @@ class FrameReader:
         """Bytes fed and not yet consumed (handed on when a shell passes the stream on)."""
         return bytes(self._buf)
 
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
     def clear(self) -> None:
         self._buf.clear()
 
-    def peek(self) -> Frame | None:
+    def peek(self) -> Record | None:
         """The first complete frame without consuming it (the acceptor's routing step)."""
-        return self._next(consume=False)
+        return self._next(consume=True, peek=True)
 
     def next_frame(self) -> Frame | None:
-        """The next frame, or None until more bytes arrive.
+        """The next frame (its tag, if any, unchecked), or None until more bytes arrive."""
+        rec = self.next_record()
+        return None if rec is None else rec.frame
 
-        A DATA frame is handed on in pieces as its payload arrives (each a :class:`Data`
-        at its own offset): the receiver then delivers bytes as soon as TCP does, instead
-        of holding up to ``MAX_DATA`` bytes until the frame's last segment is in. Over a
-        2 Mbit/s 3-hop chain a whole 64 KiB frame takes ~1.1 s; that was the stall after
-        every RESUME (docs/proxy.md, "Where the 1.2 s after RESUME went")."""
+    def next_record(self) -> Record | None:
+        """The next frame and its tag, or None until more bytes arrive.
+
+        An untagged DATA frame is handed on in pieces as its payload arrives (each a
+        :class:`Data` at its own offset), so the receiver delivers bytes as soon as TCP
+        does (docs/proxy.md, "Where the 1.2 s after RESUME went"). A tagged frame is
+        handed on whole: its bytes count only once its tag is checked, which is why
+        tagged DATA frames are at most ``MAX_DATA`` (16 KiB) and the sender starts each
+        transport with smaller ones."""
         buf = self._buf
         if len(buf) > _DATA_HEAD and buf[0] == FrameType.DATA:
             _, length = HEADER.unpack_from(buf)
@@ -228,20 +329,30 @@ class FrameReader:
                 payload = bytes(buf[_DATA_HEAD:])
                 # what is left becomes a DATA frame of its own, right after this piece
                 buf[:] = HEADER.pack(FrameType.DATA, length - have) + _U64.pack(offset + have)
-                return Data(offset, payload)
-        return self._next(consume=True)
+                return Record(Data(offset, payload))
+        return self._next(consume=True, peek=False)
 
-    def _next(self, consume: bool) -> Frame | None:
+    def _next(self, consume: bool, peek: bool) -> Record | None:
         buf = self._buf
         if len(buf) < HEADER.size:
             return None
-        ftype, length = HEADER.unpack_from(buf)
+        tbyte, length = HEADER.unpack_from(buf)
         if length > MAX_BODY:
             raise MalformedFrame(f"frame body of {length} bytes exceeds {MAX_BODY}")
         end = HEADER.size + length
         if len(buf) < end:
             return None
-        body = bytes(buf[HEADER.size : end])
-        if consume:
+        flags = tbyte & (TAGGED | EARLY)
+        if flags == EARLY:
+            raise MalformedFrame("EARLY flag without TAGGED")
+        if flags and length < TAG_LEN:
+            raise MalformedFrame(f"tagged frame body of {length} bytes has no room for its tag")
+        raw = bytes(buf[:end])
+        if not peek:
             del buf[:end]
-        return _parse_body(ftype, body)
+        ftype = tbyte & TYPE_MASK
+        if not flags:
+            return Record(_parse_body(ftype, memoryview(raw)[HEADER.size :]))
+        mv = memoryview(raw)
+        frame = _parse_body(ftype, mv[HEADER.size : end - TAG_LEN])
+        return Record(frame, flags, raw[: end - TAG_LEN], raw[end - TAG_LEN :])

@@ -1,16 +1,19 @@
-"""What a peer proxy may ask of this one (the acceptor), so it is no open relay.
+"""What a peer proxy may ask of this one (the acceptor), so it is no open relay and
+cannot be turned on itself.
 
-* A session's destination (OPEN) must lie in the configured mesh prefix: the acceptor
-  then reaches only what a direct TCP connection over the mesh could reach. Loopback,
-  unspecified, multicast and broadcast addresses are refused whatever the prefix, and
-  the host's other local addresses (outside the prefix: a LAN, a container bridge) only
-  pass with ``allow_local: true``.
-* RESUME (and a repeated OPEN) is honoured only for a session created by the same peer
-  address; session ids are 128 random bits (``secrets.token_bytes``), so they cannot be
-  guessed either.
-* A RESUME whose delivered offset lies outside what was sent and not yet acknowledged
-  is refused with RESET before the live leg is touched (``Session.resume_refusal``);
-  such offsets on a live leg (ACK, DATA) reset the session (:mod:`manetkit.proxy.session`).
+* Who may connect: the mesh-leg listener is bound to this node's mesh address, and a
+  leg is accepted only from an address inside the mesh prefix that is not one of this
+  host's own (a local process dialling our mesh address arrives over ``lo``, past any
+  per-interface firewall rule, and could chain the proxy into itself).
+* A session's destination (OPEN) must be this node: the address the leg was dialled on
+  (the initiator always dials the destination's own proxy), on any port but the proxy's
+  own two (``listen_port``, ``peer_port``): otherwise an OPEN could make the acceptor
+  connect to another host, or to itself in a loop.
+* A RESUME (and a repeated OPEN) must prove the session key and carry the exact next
+  epoch (:mod:`manetkit.proxy.channel`, ``Session.check_hello``), from the peer address
+  that opened the session; its delivered offset must lie in what was sent and not yet
+  acknowledged. Anything else is refused with RESET (or a tagged STALE) before the live
+  leg is touched.
 
 Each refusal is counted in status and logged once per (reason, peer), not per packet.
 """
@@ -21,7 +24,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv4Network, IPv6Address
 
 log = logging.getLogger("manetkit.proxy")
 
@@ -41,24 +44,32 @@ def is_local_address(addr: IPv4Address) -> bool:
         s.close()
 
 
-def destination_refusal(
-    addr: IPv4Address,
+def peer_refusal(
+    peer: IPv4Address,
     mesh_prefix: IPv4Network,
-    allow_local: bool,
     is_local: Callable[[IPv4Address], bool] = is_local_address,
 ) -> str | None:
-    """Why a peer may not ask for ``addr`` (None: it may)."""
-    if addr.is_unspecified or addr.is_multicast or addr == IPv4Address("255.255.255.255"):
-        return f"destination {addr} is not a host address"
-    if addr in mesh_prefix and addr != mesh_prefix.broadcast_address:
-        if addr.is_loopback and not allow_local:
-            return f"destination {addr} is loopback (allow_local is off)"
-        return None
-    if allow_local and (addr.is_loopback or is_local(addr)):
-        return None
-    if addr.is_loopback or is_local(addr):
-        return f"destination {addr} is a local address outside {mesh_prefix} (allow_local is off)"
-    return f"destination {addr} is outside the mesh prefix {mesh_prefix}"
+    """Why a leg from ``peer`` is not taken (None: it is)."""
+    if peer not in mesh_prefix or peer in (
+        mesh_prefix.network_address,
+        mesh_prefix.broadcast_address,
+    ):
+        return f"peer {peer} is outside the mesh prefix {mesh_prefix}"
+    if is_local(peer):
+        return f"peer {peer} is this host (a local process dialling the mesh address)"
+    return None
+
+
+def destination_refusal(
+    addr: IPv4Address | IPv6Address, port: int, here: IPv4Address, own_ports: tuple[int, ...]
+) -> str | None:
+    """Why a peer may not ask for ``addr``:``port`` on a leg dialled to ``here`` (None: it
+    may). The destination is this node itself, never the proxy's own ports."""
+    if addr != here:
+        return f"destination {addr} is not this node ({here})"
+    if port == 0 or port in own_ports:
+        return f"destination port {port} is the proxy's own"
+    return None
 
 
 class Refusals:

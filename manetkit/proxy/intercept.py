@@ -149,3 +149,26 @@ def mark(sock: socket.socket, value: int) -> None:
 def make_transparent(sock: socket.socket) -> None:
     """Allow bind() to a non-local address (the client's), as TPROXY does."""
     sock.setsockopt(socket.SOL_IP, IP_TRANSPARENT, 1)
+
+
+def addresses_in(prefix: IPv4Network) -> list[IPv4Address]:
+    """This host's (namespace's) IPv4 addresses inside ``prefix``: its mesh address."""
+    found = []
+    with IPRoute() as ipr:
+        for msg in ipr.get_addr(family=socket.AF_INET):
+            value = msg.get_attr("IFA_LOCAL") or msg.get_attr("IFA_ADDRESS")
+            if value and IPv4Address(value) in prefix:
+                found.append(IPv4Address(value))
+    return sorted(set(found))
+
+
+def peer_is_redirected(sock: socket.socket) -> bool:
+    """Did nft redirect this accepted connection to us? Its original destination is then
+    elsewhere; a connection made straight to the intercept port (a loop, or a host on the
+    LAN) has its original destination equal to the socket's own address."""
+    try:
+        dst = original_dst(sock)
+    except OSError:
+        return False  # no conntrack entry: nothing NATed it
+    here = sock.getsockname()
+    return (str(dst[0]), dst[1]) != (here[0], here[1])

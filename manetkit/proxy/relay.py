@@ -26,12 +26,12 @@ from manetkit.proxy.session import (
     AppEof,
     Closed,
     DeliverData,
+    DropTransport,
     Frozen,
     Resumed,
     Role,
     SendBytes,
     Session,
-    StaleTransport,
     State,
 )
 from manetkit.proxy.sockets import Side, apply_options, graceful_close, reset_socket, tcp_info
@@ -49,7 +49,10 @@ class Host(Protocol):
     cfg: ProxyConfig
     loop: asyncio.AbstractEventLoop
     counters: dict[str, int]
+    over_budget: bool  # all replay buffers together are at the memory budget
+    mesh_write_cap: int  # a leg queueing more than this is not read
 
+    def account(self, relay: Relay, replay_bytes: int) -> None: ...
     def ask_discover(self, dst: IPv4Address) -> None: ...
     def remember_done(self, session: Session, peer: IPv4Address) -> None: ...
     def forget(self, relay: Relay) -> None: ...
@@ -86,6 +89,7 @@ class Relay:
         self.started = time.time()
         self.closed = False
         self.last_tcp_info: modes.TcpInfo | None = None
+        self.charged = 0  # replay bytes counted in the proxy's memory total
 
     @property
     def connecting(self) -> bool:
@@ -154,6 +158,9 @@ class Relay:
             "replay_bytes": s.replay_bytes,
             "resumes": s.resumes,
             "probes": s.probes,
+            "channel": s.channel.mode,
+            "bad_tags": s.bad_tags,
+            "stale_epochs": s.stale_epochs,
             "frozen_by": self.policy.frozen_by,
             "leg": self.leg_status(),
             "age_s": round(time.time() - self.started, 1),
@@ -170,10 +177,7 @@ class Relay:
                 return
             self.session.app_data(now, data)
         elif side is self.mesh:
-            try:
-                self.session.transport_data(now, data)
-            except StaleTransport:
-                return
+            self.session.transport_data(now, data)
         else:
             return  # a replaced leg's last bytes: meaningless now
         self.flush()
@@ -228,6 +232,7 @@ class Relay:
         want_app = (
             self.session.can_accept_app_data()
             and not self.mesh_write_blocked
+            and not self.proxy.over_budget
             and self.session.state is not State.CLOSED
         )
         if self.app is not None and self.app.transport is not None and not self.app.lost:
@@ -239,6 +244,15 @@ class Relay:
                 self.app_read_paused = True
         want_mesh = not self.app_write_blocked and not self.app_pending
         if self.mesh is not None and self.mesh.transport is not None and not self.mesh.lost:
+            if (
+                want_mesh
+                and self.mesh_write_blocked
+                and self.mesh.transport.get_write_buffer_size() >= self.proxy.mesh_write_cap
+            ):
+                # the peer does not read what we owe it: no more answers (PROBE_ACKs) to queue
+                want_mesh = False
+                if not self.mesh_read_paused:
+                    self.proxy.counters["mesh_backpressure"] += 1
             if want_mesh and self.mesh_read_paused:
                 self.mesh.transport.resume_reading()
                 self.mesh_read_paused = False
@@ -264,11 +278,26 @@ class Relay:
             elif isinstance(ev, Resumed):
                 log.info("session %s resumed (%s)", s.sid_hex[:8], ev.how)
                 self.policy.resumed(self.loop.time())
+            elif isinstance(ev, DropTransport):
+                self.drop_leg(ev.reason)
             elif isinstance(ev, Closed):
                 self.finish(ev)
                 return
+        self.proxy.account(self, s.replay_bytes)
         self.update_flow()
         self.arm_timer()
+
+    def drop_leg(self, why: str) -> None:
+        """The session refused what the leg carried: close it with RST; an initiator
+        dials a new one (the session itself already counts the leg as lost)."""
+        self.proxy.counters["dropped_transports"] += 1
+        log.warning("session %s: dropping mesh leg to %s: %s", self.session.sid_hex[:8],
+                    self.peer, why)  # fmt: skip
+        old, self.mesh = self.mesh, None
+        if old is not None:
+            reset_socket(old.transport)
+        if self.session.role is Role.INITIATOR:
+            self.schedule_reconnect()
 
     def apply_policy(self) -> None:
         """Carry out the policy's actions on the session and the legs."""

@@ -6,19 +6,31 @@ offsets that the receiving proxy acknowledges once it has handed the bytes to it
 application (DESIGN.md "Proxy semantics"). The sender keeps every unacknowledged byte
 in a bounded replay buffer, so when a transport dies (or is replaced because the
 kernel connection backed off, ELFN, Holland & Vaidya section 6) nothing is lost: on the
-new transport (epoch + 1) both sides send RESUME with the offset they have delivered,
-the sender replays from the peer's offset and the receiver drops what it already has.
-An explicit FIN(final offset) means a dead transport is never read as end of stream.
+new transport both sides send RESUME with the offset they have delivered, the sender
+replays from the peer's offset and the receiver drops what it already has. An explicit
+FIN(final offset) means a dead transport is never read as end of stream.
+
+The channel is authenticated (:mod:`manetkit.proxy.channel`): OPEN and ACCEPT agree on
+session keys, and every later frame carries a MAC tag bound to its transport (epoch) and
+its place in the stream. A RESUME is honoured only with the session key's tag and the
+exact next epoch, ``acceptor's epoch + 1``: the initiator numbers a RESUME one past the
+last epoch the acceptor confirmed (its ACCEPT or RESUME answer), and an acceptor that
+already had that epoch (its answer was lost) says so with a tagged STALE, after which
+the initiator dials again with the epoch after it.
 
 Inputs (``now``, monotonic seconds, first after self, as in the routing engines):
-  app_data, app_eof, transport_data, transport_lost, new_transport, handle_timer,
-  freeze / probe / thaw (the decisions of :mod:`manetkit.proxy.policy`), reset.
-Randomness (session ids, probe nonces) comes from the injected ``token_bytes``.
+  app_data, app_eof, transport_data, transport_lost, transport_eof, new_transport,
+  handle_timer, freeze / probe / thaw (the decisions of :mod:`manetkit.proxy.policy`),
+  reset.
+Randomness (session ids, probe nonces, X25519 private keys) comes from the injected
+``token_bytes``.
 Outputs (the project's core contract, docs/style.md), drained with ``next_event()`` until
 it returns None: SendBytes (bytes for the current transport, consecutive frames in one
-event), DeliverData (bytes for the local application), AppEof, Frozen, Resumed, Closed;
-in the order they happened (a RESET's SendBytes comes before its Closed).
-``get_timer()`` is the one deadline the session needs next, ``handle_timer(now)`` its input.
+event), DeliverData (bytes for the local application), AppEof, Frozen, Resumed,
+DropTransport (close the current transport, it carried what the channel refuses; an
+initiator dials again), Closed; in the order they happened (a RESET's SendBytes comes
+before its Closed). ``get_timer()`` is the one deadline the session needs next,
+``handle_timer(now)`` its input.
 
 States: FLOWING (data moves), FROZEN (route reported down: hold data), PROBING (frozen,
 a probe outstanding), RESUMING (transport lost or replaced, waiting for the peer's
@@ -29,11 +41,23 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from ipaddress import IPv4Address, IPv6Address
 
 from manetkit.proxy import frames as fr
+from manetkit.proxy.channel import (
+    KeyAgreementError,
+    Keyring,
+    MeshKey,
+    PeerChannel,
+    Refused,
+    SessionKeys,
+    check_open,
+)
+
+MIN_FRAME = 2048  # first DATA frame on a transport (or after an idle second), then doubling
+IDLE_S = 1.0  # a sender idle this long starts again with small frames
 
 
 class State(Enum):
@@ -56,10 +80,6 @@ class SessionStateError(RuntimeError):
         super().__init__(f"refused {action} in state {state.name}" + (f": {why}" if why else ""))
         self.action = action
         self.state = state
-
-
-class StaleTransport(Exception):
-    """A transport's hello carries an older epoch than the session's: close that transport."""
 
 
 # --- events ----------------------------------------------------------------------
@@ -95,12 +115,21 @@ class Resumed:
 
 
 @dataclass(frozen=True, slots=True)
+class DropTransport:
+    """Close the current transport (with RST): it carried a frame the channel refuses
+    (bad tag, malformed, a stale epoch). The session itself goes on: an initiator dials
+    a new transport, an acceptor waits for one."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     reason: str
     clean: bool  # True: both directions finished; False: reset (the app must see RST)
 
 
-Event = SendBytes | DeliverData | AppEof | Frozen | Resumed | Closed
+Event = SendBytes | DeliverData | AppEof | Frozen | Resumed | DropTransport | Closed
 
 
 @dataclass(slots=True)
@@ -117,6 +146,16 @@ class SessionConfig:
     partition_timeout: float = 30.0  # reset after this long without a word from the peer
 
 
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """What an acceptor keeps of a cleanly finished session: enough to tell a late,
+    proven RESUME that everything was delivered (docs/proxy.md, "Closing")."""
+
+    sid: bytes
+    delivered: int
+    keys: SessionKeys = field(repr=False)
+
+
 class Session:
     """One resumable application stream; see the module docstring."""
 
@@ -130,6 +169,7 @@ class Session:
         mode: str = "elfn",
         *,
         token_bytes: Callable[[int], bytes],
+        channel: PeerChannel,
     ) -> None:
         if len(sid) != fr.SID_LEN:
             raise ValueError("session id must be 16 bytes")
@@ -138,6 +178,7 @@ class Session:
         self.cfg = config or SessionConfig()
         self.dst = dst
         self.mode = mode
+        self.channel = channel
         self._token_bytes = token_bytes  # injected randomness: probe nonces
         self.state = State.RESUMING  # until the first transport is attached
         self.epoch = 0
@@ -145,7 +186,7 @@ class Session:
         self._has_transport = False
         self._awaiting_hello = False  # acceptor: OPEN/RESUME not yet read on this transport
         self._hello_seen = False  # acceptor: some transport's hello was accepted
-        self._confirmed = False  # initiator: the peer has spoken at least once
+        self._confirmed_epoch: int | None = None  # initiator: the acceptor's last answer
         self._reader = fr.FrameReader()
         self._out = bytearray()
         self._events: deque[Event] = deque()
@@ -155,6 +196,8 @@ class Session:
         self.sent = 0
         self.sent_high = 0
         self.written = 0
+        self._frame_size = MIN_FRAME
+        self._last_data_sent = now
         self._fin_requested = False
         self._fin_sent_epoch = -1
         self._fin_acked = False
@@ -173,6 +216,8 @@ class Session:
         self.probes = 0
         self.duplicate_bytes = 0
         self.malformed = 0
+        self.bad_tags = 0
+        self.stale_epochs = 0
         self.unknown_frames = 0
 
     @classmethod
@@ -184,12 +229,41 @@ class Session:
         config: SessionConfig | None = None,
         *,
         token_bytes: Callable[[int], bytes],
+        mesh_key: MeshKey | None = None,
     ) -> Session:
         """A new session for the client side's proxy, its id 128 bits from
-        ``token_bytes`` (the shell passes :func:`secrets.token_bytes`: the acceptor lets
-        only the peer that opened a session resume it, and the id must be unguessable)."""
+        ``token_bytes`` (the shell passes :func:`secrets.token_bytes`), its X25519 key
+        from 32 more; ``mesh_key``: tag OPEN with the mesh key (config ``auth``)."""
         sid = token_bytes(fr.SID_LEN)
-        return cls(Role.INITIATOR, sid, now, config, dst, mode, token_bytes=token_bytes)
+        channel = PeerChannel(True, sid, token_bytes(32), mesh_key)
+        return cls(
+            Role.INITIATOR, sid, now, config, dst, mode, token_bytes=token_bytes, channel=channel
+        )
+
+    @classmethod
+    def accept(
+        cls,
+        now: float,
+        rec: fr.Record,
+        config: SessionConfig | None = None,
+        *,
+        token_bytes: Callable[[int], bytes],
+        keyring: Keyring,
+    ) -> Session:
+        """A new acceptor session from a transport's first frame, an OPEN; raises
+        :class:`Refused` (counter and reason) when ``keyring`` does not let it in."""
+        frame = rec.frame
+        if not isinstance(frame, fr.Open):
+            raise Refused("unknown_session", "unknown session")
+        mesh = check_open(rec, keyring)
+        try:
+            channel = PeerChannel(False, frame.sid, token_bytes(32), mesh, peer_open=frame)
+        except KeyAgreementError as exc:
+            raise Refused("bad_proof", str(exc)) from None
+        return cls(
+            Role.ACCEPTOR, frame.sid, now, config, (frame.addr, frame.port), frame.mode,
+            token_bytes=token_bytes, channel=channel,
+        )  # fmt: skip
 
     # --- properties ----------------------------------------------------------------
 
@@ -208,6 +282,11 @@ class Session:
             and not self._fin_requested
             and len(self._buf) < self.cfg.replay_limit
         )
+
+    def tombstone(self) -> Tombstone | None:
+        """Acceptor, cleanly finished: what to remember (None before the keys exist)."""
+        keys = self.channel.keys
+        return None if keys is None else Tombstone(self.sid, self.delivered, keys)
 
     # --- application inputs ------------------------------------------------------------
 
@@ -232,25 +311,36 @@ class Session:
         if self.state is State.CLOSED:
             return
         if self._has_transport:
-            self._out += fr.pack_reset(reason)
+            self._send(now, fr.pack_reset(reason))
         self._close(reason, clean=False)
 
-    def accepts_hello(self, frame: fr.Open | fr.Resume) -> bool:
-        """Acceptor: would a transport starting with ``frame`` be newer than the current one?
+    def check_hello(self, rec: fr.Record) -> None:
+        """Acceptor: may a transport that starts with ``rec`` (a repeated OPEN or a RESUME
+        of this session) replace the current one? :class:`Refused` (counter, reason, and
+        for a stale epoch the tagged STALE to send back) if not.
 
-        The shell asks before attaching, so a late, stale connection never displaces the
-        live transport."""
-        return not self._hello_seen or frame.epoch > self.epoch
-
-    def resume_refusal(self, frame: fr.Open | fr.Resume) -> str | None:
-        """Acceptor: why a hello's offsets cannot come from our peer (None: plausible).
-
-        A RESUME may only claim delivery of bytes we sent and have not yet seen
-        acknowledged, ``[acked, sent_high]``: the shell refuses anything else with RESET
-        before the live transport is touched, so a forged hello cannot break it."""
-        if isinstance(frame, fr.Resume) and not self.acked <= frame.delivered <= self.sent_high:
-            return f"RESUME delivered {frame.delivered} outside [{self.acked}, {self.sent_high}]"
-        return None
+        The shell asks before attaching, so a forged, replayed or stale hello never
+        touches the live transport: the hello must carry the session key's tag (the
+        early key's for a repeated OPEN with a mesh key), a RESUME the exact next epoch,
+        and its delivered offset must lie in ``[acked, sent_high]``."""
+        frame = rec.frame
+        assert isinstance(frame, fr.Open | fr.Resume)
+        self.channel.check_hello(rec)
+        if isinstance(frame, fr.Open):
+            if self._hello_seen and frame.epoch <= self.epoch:
+                raise Refused("stale_transports", f"OPEN epoch {frame.epoch} <= {self.epoch}")
+            return
+        if frame.epoch != self.epoch + 1:
+            raise Refused(
+                "stale_epochs",
+                f"RESUME epoch {frame.epoch}, expected {self.epoch + 1}",
+                self.channel.stale_reply(frame.epoch, self.epoch),
+            )
+        if not self.acked <= frame.delivered <= self.sent_high:
+            raise Refused(
+                "bogus_offset",
+                f"RESUME delivered {frame.delivered} outside [{self.acked}, {self.sent_high}]",
+            )
 
     # --- transport inputs --------------------------------------------------------------
 
@@ -262,41 +352,52 @@ class Session:
         self._drop_pending_bytes()
         self._has_transport = True
         self._ack_deadline = None
+        self._frame_size = MIN_FRAME
+        self.channel.end_transport()
         if self.role is Role.ACCEPTOR:
             self._awaiting_hello = True
             self.state = State.RESUMING
             self._ever_attached = True
             return
+        assert self.dst is not None
         if not self._ever_attached:
             self._ever_attached = True
             # epoch 0: the peer has nothing, so data can follow OPEN at once (0-RTT)
-            assert self.dst is not None
-            self._out += fr.pack_open(self.sid, 0, self.dst[0], self.dst[1], self.mode)
-            self._last_sent = now
+            self.channel.begin_open(0)
+            self._send(now, self._open_frame())
             self.state = State.FLOWING
             self._pump(now)
             return
-        self.epoch += 1
-        self.sent = self.acked  # beyond this, only the peer's RESUME says what arrived
-        if self._confirmed:
-            hello = fr.pack_resume(self.sid, self.epoch, self.delivered, self._eof_seen())
-            self._acked_out = self.delivered
-        else:
+        self.sent = self.acked  # beyond this, only the peer's answer says what arrived
+        if self._confirmed_epoch is None:
             # the peer may never have seen our OPEN: repeat it (it resumes if it had)
-            assert self.dst is not None
-            hello = fr.pack_open(self.sid, self.epoch, self.dst[0], self.dst[1], self.mode)
-        self._out += hello
-        self._last_sent = now
+            self.epoch += 1
+            self.channel.begin_open(self.epoch)
+            self._send(now, self._open_frame())
+        else:
+            self.epoch = self._confirmed_epoch + 1
+            self.channel.begin_resume(self.epoch)
+            self._send(now, fr.pack_resume(self.sid, self.epoch, self.delivered, self._eof_seen()))
+            self._acked_out = self.delivered
         self.state = State.RESUMING
+
+    def _open_frame(self) -> bytes:
+        assert self.dst is not None
+        ch = self.channel
+        return fr.pack_open(
+            self.sid, self.epoch, self.dst[0], self.dst[1], self.mode, ch.key_id, ch.pub_i
+        )
 
     def transport_lost(self, now: float) -> None:
         """The current transport died (reset, user timeout, replaced): wait for a new one."""
         if self.state is State.CLOSED:
             return
         self._has_transport = False
+        self._awaiting_hello = False
         self._ack_deadline = None  # the RESUME on the next transport carries the offset
         self._reader.clear()
         self._drop_pending_bytes()
+        self.channel.end_transport()
         self.state = State.RESUMING
 
     def transport_eof(self, now: float) -> None:
@@ -313,18 +414,39 @@ class Session:
         if not self._has_transport:
             raise SessionStateError("transport_data", self.state, "no transport attached")
         self._reader.feed(data)
-        while self.state is not State.CLOSED:
+        while self.state is not State.CLOSED and self._has_transport:
             try:
-                frame = self._reader.next_frame()
+                rec = self._reader.next_record()
             except fr.MalformedFrame as exc:
+                # not reset: an injected byte must not end a session; a new transport can
                 self.malformed += 1
-                self.reset(now, f"malformed frame: {exc}")
+                self._drop_transport(now, f"malformed frame: {exc}")
                 return
-            if frame is None:
+            if rec is None:
                 break
+            why = self._unseal(rec)
+            if why is not None:
+                self.bad_tags += 1
+                self._drop_transport(now, why)
+                return
             self._last_heard = now
-            self._handle(now, frame)
+            self._handle(now, rec.frame)
         self._maybe_ack(now)
+
+    def _unseal(self, rec: fr.Record) -> str | None:
+        """Check a received frame against the channel (None: it may be acted on)."""
+        ch = self.channel
+        if self.role is Role.ACCEPTOR and self._awaiting_hello:
+            return ch.begin(rec)
+        if self.role is Role.INITIATOR and isinstance(rec.frame, fr.Accept):
+            if not ch.open_transport:
+                return "ACCEPT on a RESUME transport"
+            return ch.on_accept(rec, self.epoch)
+        return ch.unseal(rec)
+
+    def _drop_transport(self, now: float, why: str) -> None:
+        self.transport_lost(now)
+        self._emit(DropTransport(why))
 
     # --- mode policy inputs (ELFN, TCP-BuS) ---------------------------------------------
 
@@ -343,8 +465,7 @@ class Session:
             raise SessionStateError("probe", self.state)
         self._probe_nonce = int.from_bytes(self._token_bytes(8), "big")
         self.probes += 1
-        self._out += fr.pack_probe(self._probe_nonce)
-        self._last_sent = now
+        self._send(now, fr.pack_probe(self._probe_nonce))
         self.state = State.PROBING
 
     def thaw(self, now: float, how: str) -> None:
@@ -420,6 +541,11 @@ class Session:
         if any(isinstance(e, SendBytes) for e in self._events):
             self._events = deque(e for e in self._events if not isinstance(e, SendBytes))
 
+    def _send(self, now: float, frame: bytes) -> None:
+        """One frame for the current transport, tagged when the channel has a key."""
+        self._out += self.channel.seal(frame)
+        self._last_sent = now
+
     # --- internals ---------------------------------------------------------------------
 
     def _can_talk(self) -> bool:
@@ -446,64 +572,100 @@ class Session:
             self._on_data(now, frame)
         elif isinstance(frame, fr.Ack):
             self._on_peer_delivered(now, frame.delivered, frame.fin_seen)
-        elif isinstance(frame, fr.Resume | fr.Open):
+        elif isinstance(frame, fr.Resume | fr.Open | fr.Accept):
             self._on_hello(now, frame)
+        elif isinstance(frame, fr.Stale):
+            self._on_stale(now, frame)
         elif isinstance(frame, fr.Fin):
             self._on_fin(now, frame.final)
         elif isinstance(frame, fr.Reset):
             self._close(f"peer reset: {frame.reason}", clean=False)
         elif isinstance(frame, fr.Probe):
-            self._out += fr.pack_probe_ack(frame.nonce)
-            self._last_sent = now
+            self._send(now, fr.pack_probe_ack(frame.nonce))
         elif isinstance(frame, fr.ProbeAck):
             if self.state is State.PROBING and frame.nonce == self._probe_nonce:
                 self.thaw(now, "probe")
         else:
             self.unknown_frames += 1
 
-    def _on_hello(self, now: float, frame: fr.Open | fr.Resume) -> None:
+    def _on_hello(self, now: float, frame: fr.Open | fr.Resume | fr.Accept) -> None:
         if frame.sid != self.sid:
             self._protocol_error(now, "hello for another session")
             return
-        peer_delivered = frame.delivered if isinstance(frame, fr.Resume) else 0
-        peer_fin = frame.fin_seen if isinstance(frame, fr.Resume) else False
         if self.role is Role.ACCEPTOR:
-            if not self._awaiting_hello:
-                self._protocol_error(now, "second hello on one transport")
-                return
-            if not self.accepts_hello(frame):
-                raise StaleTransport(f"epoch {frame.epoch} <= {self.epoch}")
-            first = not self._hello_seen
-            self._hello_seen = True
-            self._awaiting_hello = False
-            self.epoch = frame.epoch
-            if not self._apply_resume(now, peer_delivered, peer_fin, rewind=True):
-                return
-            self._send_hello_reply(now)
-            self.state = State.FLOWING
-            if not first:
-                self.resumes += 1
-                self._emit(Resumed("resume"))
-            self._pump(now)
+            self._on_hello_acceptor(now, frame)
             return
-        # initiator: the acceptor's answer to our OPEN or RESUME
-        if isinstance(frame, fr.Open) or frame.epoch != self.epoch:
-            self._protocol_error(now, f"unexpected hello (epoch {frame.epoch})")
+        # initiator: the acceptor's answer to our OPEN (ACCEPT) or RESUME (RESUME)
+        expected = fr.Accept if self.channel.open_transport else fr.Resume
+        if not isinstance(frame, expected) or frame.epoch != self.epoch:
+            self._protocol_error(
+                now, f"unexpected {type(frame).__name__} (epoch {frame.epoch}, ours {self.epoch})"
+            )
             return
         was_resuming = self.state is State.RESUMING
-        self._confirmed = True
-        if not self._apply_resume(now, peer_delivered, peer_fin, rewind=was_resuming):
+        self._confirmed_epoch = self.epoch
+        if not self._apply_resume(now, frame.delivered, frame.fin_seen, rewind=was_resuming):
             return
+        if isinstance(frame, fr.Accept):
+            self._send_ack(now)  # our first frame under the session key: the proof
         if was_resuming:
             self.resumes += 1
             self.state = State.FLOWING
             self._emit(Resumed("resume"))
             self._pump(now)
 
-    def _send_hello_reply(self, now: float) -> None:
-        self._out += fr.pack_resume(self.sid, self.epoch, self.delivered, self._eof_seen())
+    def _on_hello_acceptor(self, now: float, frame: fr.Open | fr.Resume | fr.Accept) -> None:
+        if not self._awaiting_hello or isinstance(frame, fr.Accept):
+            self._protocol_error(now, f"{type(frame).__name__} after the transport's hello")
+            return
+        stale = (
+            frame.epoch != self.epoch + 1
+            if isinstance(frame, fr.Resume)
+            else self._hello_seen and frame.epoch <= self.epoch
+        )
+        if stale:
+            # the shell checks before attaching: only a race gets here
+            self.stale_epochs += 1
+            if isinstance(frame, fr.Resume):
+                self._out += self.channel.stale_reply(frame.epoch, self.epoch)
+            self._drop_transport(now, f"stale epoch {frame.epoch} (ours {self.epoch})")
+            return
+        first = not self._hello_seen
+        self._hello_seen = True
+        self._awaiting_hello = False
+        self.epoch = frame.epoch
+        delivered = frame.delivered if isinstance(frame, fr.Resume) else 0
+        fin = frame.fin_seen if isinstance(frame, fr.Resume) else False
+        if not self._apply_resume(now, delivered, fin, rewind=True):
+            return
+        self._send_hello_reply(now, isinstance(frame, fr.Open))
+        self.state = State.FLOWING
+        if not first:
+            self.resumes += 1
+            self._emit(Resumed("resume"))
+        self._pump(now)
+
+    def _on_stale(self, now: float, frame: fr.Stale) -> None:
+        """The acceptor already has our RESUME's epoch (its answer was lost): dial again,
+        numbering the next RESUME after the epoch it names."""
+        if self.role is not Role.INITIATOR or frame.sid != self.sid:
+            self._protocol_error(now, "STALE to an acceptor or for another session")
+            return
+        if frame.epoch < (self._confirmed_epoch or 0):
+            self._protocol_error(now, f"STALE epoch {frame.epoch} went back")
+            return
+        self.stale_epochs += 1
+        self._confirmed_epoch = frame.epoch
+        self._drop_transport(now, f"acceptor is at epoch {frame.epoch}")
+
+    def _send_hello_reply(self, now: float, to_open: bool) -> None:
+        if to_open:
+            ch = self.channel
+            frame = fr.pack_accept(self.sid, self.epoch, self.delivered, self._eof_seen(), ch.pub_a)
+        else:
+            frame = fr.pack_resume(self.sid, self.epoch, self.delivered, self._eof_seen())
+        self._send(now, frame)
         self._acked_out = self.delivered
-        self._last_sent = now
 
     def _apply_resume(self, now: float, peer_delivered: int, peer_fin: bool, rewind: bool) -> bool:
         """The peer's delivered offset: everything below is settled; on a new transport
@@ -595,24 +757,37 @@ class Session:
             self._ack_deadline = now + self.cfg.ack_delay
 
     def _send_ack(self, now: float) -> None:
-        self._out += fr.pack_ack(self.delivered, self._eof_seen())
+        self._send(now, fr.pack_ack(self.delivered, self._eof_seen()))
         self._acked_out = self.delivered
         self._ack_deadline = None
-        self._last_sent = now
         self._maybe_done()
 
     def _pump(self, now: float) -> None:
-        """Send what the state allows: new or replayed DATA, then FIN."""
+        """Send what the state allows: new or replayed DATA, then FIN.
+
+        A transport's first DATA frames are small (``MIN_FRAME``, doubling up to
+        ``MAX_DATA``; again after an idle second), as TLS stacks size their first records:
+        the receiver can use a tagged frame only once all of it is in, and the first
+        bytes after a RESUME should not wait for 16 KiB to cross a slow path."""
         if self.state is not State.FLOWING or not self._can_talk():
             return
+        if self.sent < self.written and now - self._last_data_sent > IDLE_S:
+            self._frame_size = MIN_FRAME
         buf = memoryview(self._buf)
+        out = self._out
+        ch = self.channel
         try:
             while self.sent < self.written:
                 start = self.sent - self.acked
-                n = min(fr.MAX_DATA, self.written - self.sent)
-                self._out += fr.pack_data(self.sent, buf[start : start + n])
+                n = min(self._frame_size, self.written - self.sent)
+                payload = buf[start : start + n]
+                head, tag = ch.seal_data(self.sent, payload)
+                out += head
+                out += payload
+                out += tag
                 self.sent += n
-                self._last_sent = now
+                self._frame_size = min(fr.MAX_DATA, self._frame_size * 2)
+                self._last_sent = self._last_data_sent = now
         finally:
             buf.release()
         self.sent_high = max(self.sent_high, self.sent)
@@ -622,6 +797,5 @@ class Session:
             and self.sent == self.written
             and self._fin_sent_epoch != self.epoch
         ):
-            self._out += fr.pack_fin(self.written)
+            self._send(now, fr.pack_fin(self.written))
             self._fin_sent_epoch = self.epoch
-            self._last_sent = now

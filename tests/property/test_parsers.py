@@ -129,6 +129,8 @@ def test_auth_verify(data, required):
 @FAST
 @given(st.one_of(st.binary(max_size=200), st.builds(lambda b, t: b + t, st.sampled_from([
     frames.pack_open(b"\x01" * 16, 1, A3, 80, frames.MODES[0]),
+    frames.tagged_header(frames.pack_ack(3, True), frames.TAGGED) + bytes(16),
+    frames.pack_accept(b"\x01" * 16, 1, 5, False, bytes(32)), frames.pack_stale(b"\x01" * 16, 3),
     frames.pack_data(5, b"abc"), frames.pack_ack(3, True), frames.pack_reset("x"),
 ]), st.binary(max_size=20))))  # fmt: skip
 def test_proxy_frames(data):
@@ -169,7 +171,7 @@ def test_event_schema(obj):
 def test_proxy_data_offset_overflow():
     """Found by atheris: a partial DATA frame whose offset is near 2**64 is refused."""
     r = frames.FrameReader()
-    r.feed(b"\x03\x00\x00\xff" + b"\xff" * 11 + b"\x00\x0a\x00\x00ccccc\x00\x00\x00\x00")
+    r.feed(frames.HEADER.pack(3, 4000) + (2**64 - 10).to_bytes(8, "big") + b"ccccc")
     with pytest.raises(frames.MalformedFrame, match="2\\*\\*64"):
         while r.next_frame() is not None:
             pass

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from ipaddress import ip_address
 
 from manetkit.proxy import frames as fr
+from manetkit.proxy.channel import Keyring, MeshKey, Refused, tombstone_reply
 from manetkit.proxy.session import (
     AppEof,
     Closed,
     DeliverData,
-    Role,
+    DropTransport,
     SendBytes,
     Session,
     SessionConfig,
@@ -53,6 +54,7 @@ class Side:
         self.received = bytearray()
         self.eof = 0
         self.closed: list[Closed] = []
+        self.dropped: list[str] = []
 
     def drain(self, out: bytearray) -> None:
         """Everything the session produced: bytes for the transport go to ``out``."""
@@ -66,16 +68,28 @@ class Side:
                 self.eof += 1
             elif isinstance(ev, Closed):
                 self.closed.append(ev)
+            elif isinstance(ev, DropTransport):
+                self.dropped.append(ev.reason)
 
 
 class Pair:
-    def __init__(self, config: SessionConfig | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        config: SessionConfig | None = None,
+        seed: int = 0,
+        mesh_key: MeshKey | None = None,
+        keyring: Keyring | None = None,
+    ) -> None:
         self.now = 0.0
         self.cfg = config or SessionConfig(partition_timeout=1e9)
         self.i = Side(salt=1)
         self.a = Side(salt=2)
         self.tokens = tokens(seed)
-        self.i.session = Session.initiate(self.now, DST, "elfn", self.cfg, token_bytes=self.tokens)
+        self.keyring = keyring or Keyring((mesh_key,) if mesh_key else ())
+        self.refused: list[str] = []  # the acceptor shell's refusals (counters)
+        self.i.session = Session.initiate(
+            self.now, DST, "elfn", self.cfg, token_bytes=self.tokens, mesh_key=mesh_key
+        )
         self.i2a = bytearray()
         self.a2i = bytearray()
         self.a_attached = False
@@ -94,9 +108,15 @@ class Pair:
         return self.a.session
 
     def _collect(self) -> None:
+        drops = len(self.i.dropped) + len(self.a.dropped)
         self.i.drain(self.i2a)
         if self.sa is not None:
             self.a.drain(self.a2i)
+        if len(self.i.dropped) + len(self.a.dropped) > drops:
+            # the shell closes a dropped transport with RST: the other side loses it too
+            self.cut()
+            return
+        if self.sa is not None:
             if self.a_attached and self.sa.state.value == "closed" and self.a.closed[-1].clean:
                 self.a_eof = True  # the acceptor's shell closes the transport when done
 
@@ -124,28 +144,38 @@ class Pair:
             # what the acceptor's shell does: read the hello, find or make the session
             reader = fr.FrameReader()
             reader.feed(self.i2a)
-            hello = reader.peek()
-            if hello is None:
-                n = len(self.i2a)  # wait for the whole hello (the shell buffers it)
-                return
+            rec = reader.peek()
+            if rec is None:
+                return  # wait for the whole hello (the shell buffers it)
+            hello = rec.frame
             assert isinstance(hello, fr.Open | fr.Resume)
             if self.sa is not None and self.sa.state.value == "closed":
                 # the acceptor's shell remembers a finished session (tombstone)
                 assert isinstance(hello, fr.Resume) and self.a.closed[-1].clean
+                tomb = self.sa.tombstone()
+                assert tomb is not None
+                reply = tombstone_reply(tomb.keys, rec, hello.sid, tomb.delivered)
+                assert reply is not None, "a tombstone answers a proven RESUME"
                 self.i2a.clear()
-                self.a2i += fr.pack_resume(hello.sid, hello.epoch, self.sa.delivered, True)
+                self.a2i += reply
                 self.a_attached = True
                 self.a_eof = True
                 return
-            if self.sa is None:
-                assert isinstance(hello, fr.Open)
-                self.a.session = Session(
-                    Role.ACCEPTOR, hello.sid, self.now, self.cfg, token_bytes=self.tokens
-                )
-            elif not self.sa.accepts_hello(hello):
-                self.stale += 1
+            try:
+                if self.sa is None:
+                    self.a.session = Session.accept(
+                        self.now, rec, self.cfg, token_bytes=self.tokens, keyring=self.keyring
+                    )
+                else:
+                    self.sa.check_hello(rec)
+            except Refused as r:
+                self.refused.append(r.counter)
+                if r.counter in ("stale_transports", "stale_epochs"):
+                    self.stale += 1
                 self.i2a.clear()
+                self.a2i += r.reply  # a tagged STALE, if any
                 return
+            assert self.sa is not None
             self.sa.new_transport(self.now)
             self.a_attached = True
         chunk = bytes(self.i2a[:n])

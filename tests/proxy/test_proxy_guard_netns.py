@@ -2,9 +2,9 @@
 
 client -- router -- server (tests/proxy/netlab.py): while a real transfer runs through
 the proxies, forged hellos reach the server's proxy: a RESUME of the live session from
-another peer (the router's address), OPENs for loopback and for an address outside the
-mesh prefix, and a RESUME from the right peer with an offset never sent. Each gets a
-RESET, is counted, logged once, and the transfer completes intact.
+another peer (the router's address), OPENs for loopback and for another host, and a
+RESUME from the right peer without the session key. Each gets a RESET, is counted,
+logged once, and the transfer completes intact.
 """
 
 from __future__ import annotations
@@ -28,17 +28,22 @@ PEER_PORT = 4242
 REPO = Path(__file__).resolve().parents[2]
 ROUTER_IP = "10.42.2.2"  # the router's address on the server's side: "another peer"
 
-# Runs in a namespace: connect to the server's proxy from a chosen source address, send
-# one hello, print the first frame of the reply (or EOF).
+# Runs in a namespace: connect to the server's proxy from a chosen source address (with
+# the proxies' own mark, so a proxy in that namespace does not intercept it), send one
+# hello, print the first frame of the reply (or EOF).
 FORGE = """
 import socket, sys
 from ipaddress import ip_address
 from manetkit.proxy import frames as fr
 src, kind, sid, epoch, a, b = sys.argv[1:7]
 sid = bytes.fromhex(sid)
-s = socket.create_connection((SERVER, PORT), timeout=5, source_address=(src, 0))
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, 0x4D4B)  # past the client's interception
+s.settimeout(5)
+s.bind((src, 0))
+s.connect((SERVER, PORT))
 if kind == "open":
-    s.sendall(fr.pack_open(sid, int(epoch), ip_address(a), int(b), "elfn"))
+    s.sendall(fr.pack_open(sid, int(epoch), ip_address(a), int(b), "elfn", 0, bytes(range(1, 33))))
 else:
     s.sendall(fr.pack_resume(sid, int(epoch), int(a), False))
 r = fr.FrameReader()
@@ -99,15 +104,17 @@ def test_forged_hellos_are_refused_and_the_real_transfer_passes(
         assert len(bytes.fromhex(sid)) == 16  # 128-bit ids
         # 1. another peer (the router) tries to take the live session over
         assert forge(c, c.router, ROUTER_IP, "resume", sid, 7, 0, 0) == "Reset unknown session"
-        # 2. OPENs for the acceptor's loopback and for an address outside the mesh prefix
+        # 2. OPENs for the acceptor's loopback and for another host: the acceptor is the
+        # destination itself, never a relay
         fresh = os.urandom(16).hex()
         got = forge(c, c.router, ROUTER_IP, "open", fresh, 0, "127.0.0.1", HTTP_PORT)
-        assert got.startswith("Reset") and "allow_local is off" in got, got
+        assert got.startswith("Reset") and "is not this node" in got, got
         got = forge(c, c.router, ROUTER_IP, "open", fresh, 0, "192.0.2.1", 80)
-        assert got.startswith("Reset") and "outside the mesh prefix" in got, got
-        # 3. the right peer, an offset never sent: refused, the live leg untouched
-        got = forge(c, c.client, CLIENT_IP, "resume", sid, 1000, 1 << 40, 0)
-        assert got.startswith("Reset RESUME delivered"), got
+        assert got.startswith("Reset") and "is not this node" in got, got
+        # 3. the right peer's address, but no session key (an attacker copying the session
+        # id off the air): refused, the live leg untouched
+        got = forge(c, c.client, CLIENT_IP, "resume", sid, 1, 1 << 40, 0)
+        assert got == "Reset unknown session", got
         # ... and each again: counted every time, logged once
         for _ in range(3):
             forge(c, c.router, ROUTER_IP, "resume", sid, 8, 0, 0)
@@ -121,7 +128,7 @@ def test_forged_hellos_are_refused_and_the_real_transfer_passes(
     counters = c.status(c.server)["counters"]
     assert counters["resume_wrong_peer"] == 4
     assert counters["refused_destination"] == 2
-    assert counters["bogus_offset"] == 1
+    assert counters["bad_proof"] == 1
     assert counters["resets"] == 0 and counters["protocol_errors"] == 0
     log = c.log(c.server)
     assert log.count("refused resume_wrong_peer") == 1

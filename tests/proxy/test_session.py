@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from manetkit.proxy import frames as fr
+from manetkit.proxy.channel import Refused, Tagger
 from manetkit.proxy.session import (
     Closed,
-    Role,
     SendBytes,
     Session,
     SessionConfig,
@@ -42,6 +42,22 @@ def test_plain_transfer_and_clean_close() -> None:
     assert p.i.closed == [Closed("done", True)] and p.a.closed == [Closed("done", True)]
 
 
+def frame_lengths(stream: bytes) -> list[int]:
+    """The length on the wire of each whole frame in ``stream``."""
+    out, at = [], 0
+    while at + fr.HEADER.size <= len(stream):
+        _, n = fr.HEADER.unpack_from(stream, at)
+        out.append(fr.HEADER.size + n)
+        at += fr.HEADER.size + n
+    return out
+
+
+def records(stream: bytes) -> list[fr.Record]:
+    reader = fr.FrameReader()
+    reader.feed(stream)
+    return list(iter(reader.next_record, None))
+
+
 def test_resume_replays_exactly_the_missing_range() -> None:
     p = Pair()
     p.write(p.i, 1000)
@@ -49,14 +65,15 @@ def test_resume_replays_exactly_the_missing_range() -> None:
     p.tick(1.0)  # acceptor's delayed ACK goes out ...
     p.deliver_a2i(len(p.a2i))  # ... and arrives: acked 1000
     assert p.si.acked == 1000
+    p.deliver_i2a(len(p.i2a))  # the initiator's first frame under the session key
     p.write(p.i, 200)
     p.write(p.i, 300)
-    frame_hdr = fr.HEADER.size + 8
-    # the first DATA frame and part of the second arrive, then the transport dies;
-    # the part of the second frame that arrived is delivered at once (streaming)
-    p.deliver_i2a(frame_hdr + 200 + frame_hdr + 100)
+    # the first DATA frame and part of the second arrive, then the transport dies; a
+    # tagged frame counts only once all of it is in, so nothing of the second is delivered
+    first, second = frame_lengths(bytes(p.i2a))
+    p.deliver_i2a(first + second - 10)
     got = len(p.a.received)
-    assert 1200 < got < 1300
+    assert got == 1200
     assert bytes(p.a.received) == expected(got, p.i.salt)
     p.cut()
     assert p.si.state is State.RESUMING
@@ -66,14 +83,8 @@ def test_resume_replays_exactly_the_missing_range() -> None:
     assert p.sa.epoch == 1
     p.deliver_a2i(len(p.a2i))
     assert p.si.state is State.FLOWING and p.si.acked == got and p.si.sent == 1500
-    replay = bytes(p.i2a)
     # exactly one DATA frame carrying offsets got..1500
-    reader = fr.FrameReader()
-    reader.feed(replay)
-    frames = []
-    while (f := reader.next_frame()) is not None:
-        frames.append(f)
-    data = [f for f in frames if isinstance(f, fr.Data)]
+    data = [r.frame for r in records(bytes(p.i2a)) if isinstance(r.frame, fr.Data)]
     assert [(d.offset, len(d.payload)) for d in data] == [(got, 1500 - got)]
     p.settle()
     assert_complete(p)
@@ -81,27 +92,36 @@ def test_resume_replays_exactly_the_missing_range() -> None:
     assert p.si.resumes == 1 and p.sa.resumes == 1
 
 
+def flowing_pair() -> Pair:
+    """Two sessions past OPEN/ACCEPT, 100 bytes written by the initiator and delivered,
+    none acknowledged yet (the acceptor's ACK is delayed)."""
+    p = Pair()
+    p.write(p.i, 100)
+    p.deliver_i2a(len(p.i2a))
+    p.deliver_a2i(len(p.a2i))  # ACCEPT: the initiator switches to the session key
+    p.deliver_i2a(len(p.i2a))
+    assert p.si.acked == 0 and p.sa.delivered == 100
+    return p
+
+
 def test_duplicate_and_reordered_acks_are_harmless() -> None:
-    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
-    s.new_transport(0.0)
-    s.app_data(0.0, b"x" * 100)
-    sent(s)
-    s.transport_data(0.0, fr.pack_resume(s.sid, 0, 0, False))
-    s.transport_data(0.0, fr.pack_ack(60, False) + fr.pack_ack(30, False) + fr.pack_ack(60, False))
-    assert s.acked == 60 and s.replay_bytes == 40 and s.state is State.FLOWING
-    s.transport_data(0.0, fr.pack_ack(100, False) + fr.pack_ack(0, False))
-    assert s.acked == 100 and s.replay_bytes == 0
+    p = flowing_pair()
+    peer = p.sa.channel  # frames as the acceptor would tag them, in order
+    for n in (60, 30, 60):
+        p.si.transport_data(p.now, peer.seal(fr.pack_ack(n, False)))
+    assert p.si.acked == 60 and p.si.replay_bytes == 40 and p.si.state is State.FLOWING
+    for n in (100, 0):
+        p.si.transport_data(p.now, peer.seal(fr.pack_ack(n, False)))
+    assert p.si.acked == 100 and p.si.replay_bytes == 0
 
 
 def test_ack_beyond_sent_is_a_protocol_error() -> None:
-    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
-    s.new_transport(0.0)
-    s.app_data(0.0, b"x" * 10)
-    sent(s)
-    s.transport_data(0.0, fr.pack_ack(11, False))
+    p = flowing_pair()
+    p.si.transport_data(p.now, p.sa.channel.seal(fr.pack_ack(101, False)))
+    s = p.si
     assert s.state is State.CLOSED and s.malformed == 1
     out = s.next_event()  # the RESET goes out before the session reports itself closed
-    assert isinstance(out, SendBytes) and out.data[:1] == bytes([fr.FrameType.RESET])
+    assert isinstance(out, SendBytes) and out.data[0] & fr.TYPE_MASK == fr.FrameType.RESET
     ev = s.next_event()
     assert isinstance(ev, Closed) and not ev.clean and "beyond sent" in ev.reason
     assert s.next_event() is None
@@ -117,7 +137,8 @@ def test_resume_reply_racing_data_in_flight_does_not_rewind() -> None:
     in_flight = len(p.i2a)
     p.deliver_a2i(len(p.a2i))
     assert p.si.sent == 100_100 and p.si.acked == 0
-    assert len(p.i2a) == in_flight  # nothing was sent again
+    # nothing was sent again: only the ACK that proves the session key follows
+    assert [type(r.frame) for r in records(bytes(p.i2a[in_flight:]))] == [fr.Ack]
     p.settle()
     assert_complete(p)
     assert p.sa.duplicate_bytes == 0
@@ -216,32 +237,55 @@ def test_idle_session_is_not_timed_out_by_a_quiet_peer() -> None:
     assert p.si.state is State.FLOWING and p.sa.state is State.FLOWING
 
 
-def test_malformed_length_is_counted_and_resets() -> None:
-    s = Session(Role.ACCEPTOR, b"\x01" * 16, 0.0, token_bytes=tokens())
-    s.new_transport(0.0)
-    s.transport_data(0.0, fr.HEADER.pack(3, fr.MAX_BODY + 1))
-    assert s.state is State.CLOSED and s.malformed == 1
+def test_a_malformed_frame_drops_the_transport_not_the_session() -> None:
+    """Bytes that cannot be a frame (an injected segment) are counted and the transport
+    dropped; the session resumes on a new one, so an injection cannot end it."""
+    p = flowing_pair()
+    p.sa.transport_data(p.now, fr.HEADER.pack(3, fr.MAX_BODY + 1))
+    p._collect()
+    assert p.sa.malformed == 1 and p.sa.state is State.RESUMING
+    assert p.a.dropped and "malformed" in p.a.dropped[0]
+    p.write(p.i, 5000)
+    p.settle()
+    assert_complete(p)
+
+
+def test_a_frame_with_a_bad_tag_drops_the_transport() -> None:
+    p = flowing_pair()
+    forged = bytearray(p.si.channel.seal(fr.pack_ack(0, False)))
+    forged[-1] ^= 1
+    p.sa.transport_data(p.now, bytes(forged))
+    p._collect()
+    assert p.sa.bad_tags == 1 and p.a.dropped == ["Ack's tag does not verify"]
+    p.write(p.i, 5000)
+    p.settle()
+    assert_complete(p)
 
 
 def test_unknown_frame_types_are_skipped() -> None:
-    p = Pair()
-    p.write(p.i, 10)
-    p.settle()
-    p.sa.transport_data(p.now, fr.HEADER.pack(99, 3) + b"abc")
+    p = flowing_pair()
+    p.sa.transport_data(p.now, p.si.channel.seal(fr.HEADER.pack(60, 3) + b"abc"))
     assert p.sa.unknown_frames == 1 and p.sa.state is State.FLOWING
 
 
-def test_stale_transport_does_not_displace_the_live_one() -> None:
-    p = Pair()
-    p.write(p.i, 10)
-    p.settle()
+def test_a_replayed_or_stale_resume_does_not_displace_the_live_transport() -> None:
+    p = flowing_pair()
     p.cut()
     p.reconnect()
+    resume_1 = records(bytes(p.i2a))[0]  # captured on the air
     p.settle()
     assert p.sa.epoch == 1
-    old = fr.Resume(p.si.sid, 1, 0, False)
-    assert not p.sa.accepts_hello(old)
-    assert p.sa.accepts_hello(fr.Resume(p.si.sid, 2, 0, False))
+    # the same RESUME again: the proof is good but the epoch is not the next one
+    with pytest.raises(Refused) as stale:
+        p.sa.check_hello(resume_1)
+    assert stale.value.counter == "stale_epochs"
+    assert records(stale.value.reply)[0].frame == fr.Stale(p.si.sid, 1)
+    # a RESUME with any epoch but no session key: refused before anything else
+    for epoch in (2, 0xFFFFFFFF):
+        forged = records(fr.pack_resume(p.si.sid, epoch, 0, False))[0]
+        with pytest.raises(Refused, match="proof") as bad:
+            p.sa.check_hello(forged)
+        assert bad.value.counter == "bad_proof"
 
 
 def test_open_retried_when_the_first_transport_died_unanswered() -> None:
@@ -251,7 +295,8 @@ def test_open_retried_when_the_first_transport_died_unanswered() -> None:
     p.reconnect()
     reader = fr.FrameReader()
     reader.feed(p.i2a)
-    assert isinstance(reader.peek(), fr.Open)  # OPEN again, epoch 1
+    rec = reader.peek()
+    assert rec is not None and isinstance(rec.frame, fr.Open) and rec.frame.epoch == 1
     p.settle()
     assert_complete(p)
 
@@ -369,11 +414,14 @@ def test_the_reader_splits_a_data_frame_and_keeps_the_rest_framed() -> None:
 def test_a_hello_reply_claiming_bytes_never_sent_names_the_offsets() -> None:
     """The initiator's answer check reports the offending offsets (and is stamped with
     ``now``), so the log line says what the peer claimed."""
-    s = Session.initiate(0.0, DST, "elfn", token_bytes=tokens())
-    s.new_transport(0.0)
-    s.app_data(0.0, b"x" * 10)
-    sent(s)
-    s.transport_data(1.0, fr.pack_resume(s.sid, 0, 999, False))
-    (ev,) = [e for e in iter(s.next_event, None) if not isinstance(e, SendBytes)]
+    p = flowing_pair()
+    p.cut()
+    p.reconnect()  # RESUME, epoch 1
+    keys = p.si.channel.keys
+    assert keys is not None
+    answer = Tagger(keys.acceptor, 1)  # the acceptor's first frame on that transport
+    reply = fr.tagged_header(fr.pack_resume(p.si.sid, 1, 999, False), fr.TAGGED)
+    p.si.transport_data(1.0, reply + answer.tag(reply))
+    (ev,) = [e for e in iter(p.si.next_event, None) if not isinstance(e, SendBytes)]
     assert isinstance(ev, Closed) and not ev.clean
-    assert "peer delivered 999 outside [0, 10]" in ev.reason
+    assert "peer delivered 999 outside [0, 100]" in ev.reason

@@ -8,7 +8,6 @@ initiators, originators, MACs, links, flows) must not grow memory.
 from __future__ import annotations
 
 import asyncio
-import socket
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines import dsr as dsr_engine
@@ -29,8 +28,10 @@ from manetkit.daemon.wire import aodv, dsr, ipv4
 from manetkit.daemon.wire import manet_ext as mx
 from manetkit.proxy import frames as fr
 from manetkit.proxy import server
+from manetkit.proxy.channel import SessionKeys
 from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.server import Proxy
+from manetkit.proxy.session import Tombstone
 
 ME = IPv4Address("10.42.0.1")
 BCAST = IPv4Address("255.255.255.255")
@@ -321,13 +322,32 @@ class _Done:
         self.sid = i.to_bytes(16, "big")
         self.delivered = i
 
+    def tombstone(self) -> Tombstone:
+        return Tombstone(self.sid, self.delivered, SessionKeys(bytes(32), bytes(32)))
+
+
+class FakeLeg:
+    """An accepted leg as the server's hello step sees it: dialled to ``here``."""
+
+    def __init__(self, here: str) -> None:
+        self.here = here
+        self.sent = bytearray()
+
+    def getsockname(self) -> tuple[str, int]:
+        return (self.here, 4242)
+
+    def send(self, data: bytes) -> int:
+        self.sent += data
+        return len(data)
+
 
 def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
-    """At ``max_sessions`` an OPEN is refused with RESET (counted ``refused_limit``);
-    finished sessions' tombstones are bounded in number and age, oldest first."""
+    """At ``max_remote_sessions`` (or ``max_peer_sessions`` for one peer) an OPEN is
+    refused with RESET (counted ``refused_limit``); finished sessions' tombstones are
+    bounded in number and age, oldest first."""
 
     async def run() -> None:
-        cfg = ProxyConfig(daemon_socket=None, max_sessions=2)
+        cfg = ProxyConfig(daemon_socket=None, max_sessions=2, max_peer_sessions=1)
         p = Proxy(cfg)
         clock = _Clock()
         p.loop = clock  # type: ignore[assignment]  # remember_done reads only .time()
@@ -340,15 +360,25 @@ def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
         clock.t = 11 + server.TOMBSTONE_S + 1  # all too old: gone without counting
         p.remember_done(_Done(99), forged(1))  # type: ignore[arg-type]
         assert list(p.tombstones) == [_Done(99).sid] and p.counters["tombstones_evicted"] == 7
-        p.relays = {object(), object()}  # type: ignore[assignment]  # the table is full
-        a, b = socket.socketpair()
-        with a, b:
-            hello = fr.Open(bytes(16), 0, IPv4Address("10.42.0.9"), 80, "elfn")
-            assert p._relay_for(a, hello, forged(1)) is None
-            assert p.counters["refused_limit"] == 1
+
+        def open_from(peer: IPv4Address, i: int) -> FakeLeg:
+            leg = FakeLeg("10.42.0.9")
+            frame = fr.pack_open(bytes([i]) * 16, 0, IPv4Address("10.42.0.9"), 80, "elfn",
+                                 0, bytes(range(32)))  # fmt: skip
             reader = fr.FrameReader()
-            reader.feed(b.recv(4096))
-            assert isinstance(reader.next_frame(), fr.Reset)
+            reader.feed(frame)
+            assert p._relay_for(leg, reader.next_record(), peer) is None  # type: ignore[arg-type]
+            return leg
+
+        p.remote_by_peer[forged(2)] = 1  # one peer is at its own limit ...
+        leg = open_from(forged(2), 1)
+        assert p.counters["refused_limit"] == 1 and b"from 10.99" in leg.sent
+        p.remote_by_peer[forged(3)] = 1  # ... and now every remote slot is taken
+        leg = open_from(forged(4), 2)
+        assert p.counters["refused_limit"] == 2
+        reader = fr.FrameReader()
+        reader.feed(bytes(leg.sent))
+        assert isinstance(reader.next_frame(), fr.Reset)
 
     asyncio.run(run())
 
