@@ -116,9 +116,14 @@ class Pair:
             # the shell closes a dropped transport with RST: the other side loses it too
             self.cut()
             return
-        if self.sa is not None:
-            if self.a_attached and self.sa.state.value == "closed" and self.a.closed[-1].clean:
-                self.a_eof = True  # the acceptor's shell closes the transport when done
+        sa = self.sa
+        if (
+            sa is not None
+            and self.a_attached
+            and sa.state.value == "closed"
+            and self.a.closed[-1].clean
+        ):
+            self.a_eof = True  # the acceptor's shell closes the transport when done
 
     # --- operations ---------------------------------------------------------------------
 
