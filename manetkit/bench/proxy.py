@@ -32,7 +32,7 @@ import yaml
 from rich.table import Table
 
 from manetkit import paths, procs
-from manetkit.bench import flap, labrun, report
+from manetkit.bench import flap, labrun, proxy_channel, report
 from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
@@ -80,7 +80,9 @@ def _transfer(
         t0 = time.monotonic() + warmup
         time.sleep(warmup)
         before = {n: _mesh0_packets(lab, n) for n in (flap.SRC, dst)}
+        cpu0 = _proxy_cpu(lab, (flap.SRC, dst))
         time.sleep(secs)
+        cpu1 = _proxy_cpu(lab, (flap.SRC, dst))
         after = {n: _mesh0_packets(lab, n) for n in (flap.SRC, dst)}
     finally:
         procs.stop_all((r, s), grace=10)
@@ -94,11 +96,25 @@ def _transfer(
     return {
         "kbps": round(kbps, 1),
         "intact": intact,
+        "proxy_cpu_s_per_mb": round((cpu1 - cpu0) / mbytes, 4) if mbytes else None,
         "packets_forward": fwd,
         "packets_back": back,
         "packets_back_per_mb": round(back / mbytes, 1) if mbytes else None,
         "packets_forward_per_mb": round(fwd / mbytes, 1) if mbytes else None,
     }
+
+
+def _proxy_cpu(lab: str, names: tuple[str, ...]) -> float:
+    """CPU seconds (user + system) the proxies of ``names`` have used so far."""
+    total = 0.0
+    for node in names:
+        for pid in netns.pids_in([netns_name(lab, node)]):
+            if "manetkit.proxy" not in " ".join(netns.cmdline(pid)):
+                continue
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _restart_proxies(lab: str, names: tuple[str, ...], overrides: dict) -> None:
@@ -166,6 +182,7 @@ def bench_lab(args: argparse.Namespace, work: Path, hops: int) -> dict:
             "vs_plain_pct": round(100 * (mean - base) / base, 1) if mean and base else None,
             "packets_back_per_mb": _mean(runs, "packets_back_per_mb"),
             "packets_forward_per_mb": _mean(runs, "packets_forward_per_mb"),
+            "proxy_cpu_s_per_mb": _mean(runs, "proxy_cpu_s_per_mb", 4),
             "intact": all(x["intact"] for x in runs),
         }
     out["intact"] = all(x["intact"] for runs in results.values() for x in runs)
@@ -173,20 +190,28 @@ def bench_lab(args: argparse.Namespace, work: Path, hops: int) -> dict:
     return out
 
 
-def _mean(runs: list[dict], key: str) -> float | None:
+def _mean(runs: list[dict], key: str, digits: int = 1) -> float | None:
     vals = [x[key] for x in runs if x.get(key) is not None]
-    return round(sum(vals) / len(vals), 1) if vals else None
+    return round(sum(vals) / len(vals), digits) if vals else None
 
 
 def variant_config(name: str, work: Path) -> dict:
     """Proxy config overrides of a ``--variants`` name (``proxy``: the lab's config)."""
     if name not in VARIANTS:
         raise UserError(f"--variants: unknown {name!r}; known: plain, {', '.join(VARIANTS)}")
-    return VARIANTS[name]
+    over = dict(VARIANTS[name])
+    if name == "proxy-psk":
+        key = work / "mesh.key"
+        if not key.exists():
+            key.write_text(os.urandom(32).hex())
+            key.chmod(0o600)
+        over["auth"] = {"keys": [{"id": 1, "key_file": str(key)}]}
+    return over
 
 
 VARIANTS: dict[str, dict] = {
-    "proxy": {},
+    "proxy": {},  # the peer channel with per-session (ephemeral X25519) keys
+    "proxy-psk": {},  # ... and a mesh key (auth.keys; the key file is made per run)
     # the session ACK delay before it was raised to 0.2 s (docs/proxy.md)
     "proxy-ack20ms": {"ack_delay": 0.02},
 }
@@ -276,8 +301,8 @@ def bench_fast(args: argparse.Namespace, work: Path) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    if not parts or any(p not in ("lab", "fast") for p in parts):
-        raise UserError(f"--parts: use lab, fast or lab,fast (got {args.parts!r})")
+    if not parts or any(p not in ("lab", "fast", "channel") for p in parts):
+        raise UserError(f"--parts: lab, fast and/or channel, comma-separated (got {args.parts!r})")
     try:
         hops = [int(h) for h in args.hops.split(",") if h.strip()]
     except ValueError:
@@ -296,6 +321,9 @@ def run(args: argparse.Namespace) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="mk-bench-proxy-") as tmp, labrun.term_as_interrupt():
         work = Path(tmp)
+        if "channel" in parts:
+            console.print(f"channel: {args.channel_mb} MB through two sessions in process ...")
+            doc["channel"] = proxy_channel.bench_channel(args.channel_mb)
         if "fast" in parts:
             console.print("fast: iperf3 over one veth, direct then through the proxy pair ...")
             doc["fast"] = f = bench_fast(args, work)
@@ -311,7 +339,8 @@ def run(args: argparse.Namespace) -> int:
                 doc["lab"].append(d)
                 ok &= d["intact"]
     t = Table("part", "variant", "goodput", "each run", "vs plain / direct", "acks back per MB",
-              "goal", "verdict", title="bench proxy: overhead with no breaks")  # fmt: skip
+              "proxy CPU ms per MB", "goal", "verdict",
+              title="bench proxy: overhead with no breaks")  # fmt: skip
     for d in doc.get("lab", []):
         for v in variants:
             r = d[v]
@@ -325,6 +354,9 @@ def run(args: argparse.Namespace) -> int:
                 ", ".join(f"{x:.0f}" for x in r["kbps"]),
                 "-" if v == "plain" or pct is None else f"{pct:+.1f}%",
                 f"{r['packets_back_per_mb']:.0f}" if r["packets_back_per_mb"] else "-",
+                f"{1000 * r['proxy_cpu_s_per_mb']:.1f}"
+                if r["proxy_cpu_s_per_mb"] is not None
+                else "-",
                 "-" if v == "plain" else f"within {GOAL_LAB_PCT:g}%",
                 "-" if v == "plain" else ("meets" if met else "[red]misses[/]"),
             )
@@ -339,16 +371,30 @@ def run(args: argparse.Namespace) -> int:
             f"{100 * (d['proxy_pair_mbps'] / d['direct_mbps'] - 1):+.1f}% "
             f"(direct {d['direct_mbps']:.0f})",
             "-",
+            "-",
             f">= {GOAL_FAST_MBPS:g} Mbit/s",
             "meets" if met else "[red]misses[/]",
         )
-    report.show(t)
+    if "lab" in doc or "fast" in doc:
+        report.show(t)
+    if "channel" in doc:
+        c = Table("channel", "CPU s per MB (both ends)", "us per 16 KiB frame", "wire bytes per MB",
+                  "MB per CPU s", title="bench proxy: the peer channel's tags, in process")  # fmt: skip
+        for r in doc["channel"]:
+            c.add_row(r["variant"], f"{r['cpu_s_per_mb']:.5f}", f"{r['us_per_16k_frame']:.1f}",
+                      f"{r['wire_bytes_per_mb']:,}", f"{r['app_mb_per_cpu_s']:.0f}")  # fmt: skip
+        report.show(c)
     report.write(out, "proxy", doc)
     return 0 if ok else 1
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--parts", default="lab,fast", help="lab, fast or both (lab,fast)")
+    parser.add_argument(
+        "--parts", default="lab,fast", help="lab, fast and/or channel (default lab,fast)"
+    )
+    parser.add_argument(
+        "--channel-mb", type=int, default=64, help="channel: MB through the sessions (64)"
+    )
     parser.add_argument("--rate", type=float, default=2.0, help="lab radio Mbit/s (2)")
     parser.add_argument(
         "--hops", default="3", help="lab: chain lengths in hops, one lab each (3; e.g. 1,3)"

@@ -281,3 +281,17 @@ def test_random_cuts_with_a_mesh_key_never_lose_or_duplicate(script: list[tuple[
     assert complete(p)
     assert p.si.state is State.CLOSED and p.sa.state is State.CLOSED
     assert p.si.bad_tags == 0 and p.sa.bad_tags == 0
+
+
+def test_the_channel_bench_measures_the_tags_side_by_side() -> None:
+    """``bench proxy --parts channel``: the tags cost 16 bytes per DATA frame on the wire
+    (and CPU), the same for ephemeral and mesh keys."""
+    from manetkit.bench.proxy_channel import bench_channel
+
+    rows = {r["variant"]: r for r in bench_channel(2)}
+    assert set(rows) == {"untagged", "ephemeral", "psk"}
+    per_frame = 1e6 / fr.MAX_DATA * fr.TAG_LEN  # 16 bytes per 16 KiB frame, per MB
+    extra = rows["ephemeral"]["wire_bytes_per_mb"] - rows["untagged"]["wire_bytes_per_mb"]
+    assert per_frame * 0.95 < extra < per_frame * 1.1
+    assert rows["psk"]["wire_bytes_per_mb"] == rows["ephemeral"]["wire_bytes_per_mb"]
+    assert rows["ephemeral"]["cpu_s_per_mb"] > rows["untagged"]["cpu_s_per_mb"]
