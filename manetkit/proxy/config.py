@@ -113,7 +113,7 @@ class ProxyConfig(_Strict):
     )
     keepalive: float = Field(1.0, gt=0, le=60, description="session keepalive period")
     ack_delay: float = Field(
-        0.2,
+        1.0,
         ge=0.001,
         le=60,
         description="longest wait before acknowledging delivered bytes to the peer proxy "

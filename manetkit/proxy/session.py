@@ -138,10 +138,11 @@ class SessionConfig:
     ack_every: int = 64 * 1024  # acknowledge at once after this many delivered bytes
     # Otherwise within this delay. Each ACK frame the receiver writes is a packet of its
     # own on the reverse path, competing for the same 802.11 channel as the data: at 20 ms
-    # a 1-hop 2 Mbit/s transfer sent 39 % more packets back than plain TCP and lost 4 %
-    # of its goodput (docs/proxy.md, "Overhead with no breaks"). The ACK only frees the
-    # sender's replay buffer (RESUME replays from the receiver's own offset), so it can wait.
-    ack_delay: float = 0.2
+    # a 2 Mbit/s transfer lost 4 % (1 hop) and 9 % (3 hops) of its goodput to them
+    # (docs/proxy.md, "Overhead with no breaks"). The ACK only frees the sender's replay
+    # buffer (RESUME replays from the receiver's own offset), so it can wait for the
+    # keepalive.
+    ack_delay: float = 1.0
     keepalive: float = 1.0  # an ACK at least this often, so a live peer is never silent
     partition_timeout: float = 30.0  # reset after this long without a word from the peer
 
