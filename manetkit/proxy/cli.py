@@ -7,7 +7,7 @@ import asyncio
 import signal
 
 from manetkit import runner
-from manetkit.proxy.config import load_config, parse_config
+from manetkit.proxy.config import load_config, load_keyring, parse_config
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else parse_config({}, "defaults")
+    load_keyring(cfg)  # key files are checked (mode, owner, contents) before anything runs
     if args.check:
         print(cfg.model_dump_json(indent=2))
         return 0

@@ -388,7 +388,9 @@ class Proxy:
             conn.setblocking(False)
             apply_options(conn, modes.leg_options("elfn", self.cfg))
             got = await self._read_hello(conn)
-        except (OSError, asyncio.CancelledError):
+        except OSError:
+            got = None  # the peer went away before its hello
+        except asyncio.CancelledError:
             conn.close()
             raise
         finally:
