@@ -54,7 +54,8 @@ def plot_delivery(curve_sets: Mapping[str, dict[str, Any]], out_dir: Path) -> li
                             label=f"{rate:g} Mbit/s" + (f" ({label})" if len(labels) > 1 else ""),
                         )  # fmt: skip
                 ax.set_title(f"{frame}-byte frames, {FADING_TITLE[fading]}", fontsize=10)
-                ax.set_xlabel("distance (m)")
+                if row == len(frames) - 1:
+                    ax.set_xlabel("distance (m)")
                 ax.set_ylim(-0.02, 1.02)
                 ax.grid(alpha=0.3)
                 if col == 0:
