@@ -18,7 +18,7 @@ from typing import Any
 from rich.table import Table
 
 from manetkit.bench import report
-from manetkit.bench.oracle import curves, ns3, params, plot
+from manetkit.bench.oracle import curves, params, plot, simulate
 from manetkit.bench.oracle.params import CurveSpec
 from manetkit.console import console
 
@@ -31,7 +31,7 @@ def register_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("oracle (--oracle ns3: needs apt-get install g++ libns3-dev)")
     g.add_argument("--oracle", choices=ORACLES, help="run the reference simulator's curves")
     g.add_argument("--profiles", default="outdoor,indoor", help="profiles of the grid")
-    g.add_argument("--frames", type=int, default=ns3.FRAMES, help="frames per grid point")
+    g.add_argument("--frames", type=int, default=simulate.FRAMES, help="frames per grid point")
     g.add_argument("--no-chain", action="store_true", help="skip the 1..7-hop chain table")
     g.add_argument(
         "--chain-duration", type=float, default=60.0,
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, beside: dict[str, CurveSource] | None = None) 
     def progress(spec: CurveSpec, curve: curves.Curve) -> None:
         console.print(f"ns-3 {spec.key}: d50 {report.cell(curve['d50_m'], '.1f')} m")
 
-    delivery = ns3.run_grid(grid, frames=args.frames, progress=progress)
+    delivery = simulate.run_grid(grid, frames=args.frames, progress=progress)
     report.write(out, "ns3-delivery", delivery)
     sets = {"ns-3": delivery}
     for label, make in (beside or {}).items():
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, beside: dict[str, CurveSource] | None = None) 
                     f"ns-3 chain ({name}) {row['hops']} hops: {row['throughput_mbps']:.3f} Mbit/s"
                 )
 
-            tables[name] = ns3.run_chain_table(
+            tables[name] = simulate.run_chain_table(
                 fading=fading,
                 duration=args.chain_duration,
                 warmup=min(10.0, args.chain_duration / 3),

@@ -57,7 +57,9 @@ def _pkg_config(*args: str) -> str:
             ["pkg-config", *args, *PKG_MODULES], capture_output=True, text=True, check=False
         )
     except FileNotFoundError:
-        raise Ns3Unavailable(f"pkg-config is not installed; {INSTALL_HINT}") from None
+        raise Ns3Unavailable(
+            f"ns-3 development files not found (pkg-config is not installed); {INSTALL_HINT}"
+        ) from None
     if out.returncode != 0:
         why = out.stderr.strip().splitlines()[0] if out.stderr.strip() else "no output"
         raise Ns3Unavailable(
