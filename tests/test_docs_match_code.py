@@ -4,6 +4,7 @@ defaults, and every repository file the code and the docs name exists."""
 from __future__ import annotations
 
 import re
+import subprocess
 import typing
 from pathlib import Path
 
@@ -98,6 +99,11 @@ _PATH = re.compile(
 _PLACEHOLDER = re.compile(r"[<>*{}$]|\.\.\.|/(NAME|DIR|LAB|IF|RUN|N)\b")
 
 
+def _ignored(path: str) -> bool:
+    done = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, capture_output=True)
+    return done.returncode == 0
+
+
 def _named_paths() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     sources = [
@@ -118,8 +124,8 @@ def _named_paths() -> dict[str, set[str]]:
 
 def _exists(path: str) -> bool:
     p = ROOT / path
-    if p.exists():
-        return True
+    if p.exists() or _ignored(path):
+        return True  # a git-ignored path is generated (docker/deps, results/): not a file to keep
     # a dotted module name written as a path without .py, or a package-relative name
     return p.with_suffix(".py").exists() or (ROOT / "manetkit" / path).exists()
 
