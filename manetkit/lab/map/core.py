@@ -30,8 +30,7 @@ from typing import Any
 
 from manetkit.lab.fidelity import Reading, window
 
-# A DSR source path used this recently carries a flow (the cache marks a path used
-# whenever the source sends on it).
+# A flow whose source sent within this long (plus one status period) is shown.
 ACTIVE_S = 2.0
 EVENTS_KEPT = 200
 FIDELITY_SECONDS_KEPT = 60
@@ -180,9 +179,12 @@ class _NodeState:
     routes: list[dict[str, Any]] | None = None  # kernel routes (peer stacks)
     peer_neighbours: list[dict[str, Any]] | None = None  # babeld's
     routes_error: str | None = None
-    originated: int | None = None  # AODV data-originated at the last read
-    expiry: dict[str, float] = field(default_factory=dict)  # AODV dst -> route expiry
-    used_routes: set[str] = field(default_factory=set)  # AODV routes used since last read
+    # the daemon's data-plane counts (status "flows"): address -> (now, packets, bytes)
+    originated: dict[str, tuple[float, int, int]] = field(default_factory=dict)
+    delivered: dict[str, tuple[float, int, int]] = field(default_factory=dict)
+    sent_at: dict[str, float] = field(default_factory=dict)  # dst -> when it last grew
+    sent_bps: dict[str, float] = field(default_factory=dict)
+    delivered_bps: dict[str, float] = field(default_factory=dict)  # per source
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)  # proxy, by sid
 
 
@@ -322,8 +324,8 @@ class MapCore:
         st = self._node.get(node)
         if st is None:
             return
-        if daemon is not None and daemon.get("engine", {}).get("protocol") == "aodv":
-            self._aodv_usage(st, now, daemon)
+        if daemon is not None:
+            self._dataplane_flows(now, st, daemon.get("flows") or {})
         st.daemon, st.daemon_error = daemon, daemon_error
         self._proxy_sessions(now, node, st, proxy)
         st.proxy = proxy
@@ -415,29 +417,28 @@ class MapCore:
 
     # --- derived state -----------------------------------------------------------------
 
-    def _aodv_usage(self, st: _NodeState, now: float, status: dict[str, Any]) -> None:
-        """Which AODV routes this node used as a source since its last read: the ones
-        whose lifetime moved on (RFC 3561 6.2: using a route refreshes its lifetime)
-        while the node originated data, with no precursors (no one forwards through it)."""
-        eng = status.get("engine", {})
-        originated = eng.get("counters", {}).get("data-originated")
-        expiry = {
-            r["dst"]: now + float(r.get("lifetime_s") or 0)
-            for r in eng.get("routes", [])
-            if r.get("state") == "valid"
-        }
-        used: set[str] = set()
-        if st.originated is not None and originated is not None and originated > st.originated:
-            for r in eng.get("routes", []):
-                d = r["dst"]
-                if (
-                    r.get("state") == "valid"
-                    and not r.get("precursors")
-                    and d in st.expiry
-                    and expiry[d] > st.expiry[d] + 0.05
-                ):
-                    used.add(d)
-        st.originated, st.expiry, st.used_routes = originated, expiry, used
+    @staticmethod
+    def _dataplane_flows(now: float, st: _NodeState, flows: dict[str, Any]) -> None:
+        """Send and delivery rates per address from two readings of the daemon's
+        ``flows`` counts (what its apps sent through ``mesh0``, what it delivered)."""
+        for kind, rates in (("originated", st.sent_bps), ("delivered", st.delivered_bps)):
+            prev: dict[str, tuple[float, int, int]] = getattr(st, kind)
+            cur: dict[str, tuple[float, int, int]] = {}
+            for addr, counts in (flows.get(kind) or {}).items():
+                try:
+                    packets, nbytes = int(counts[0]), int(counts[1])
+                except (TypeError, ValueError, IndexError):
+                    continue
+                cur[addr] = (now, packets, nbytes)
+                old = prev.get(addr)
+                if old is None or now <= old[0]:
+                    continue
+                rates[addr] = max(0, nbytes - old[2]) * 8 / (now - old[0])
+                if kind == "originated" and packets > old[1]:
+                    st.sent_at[addr] = now
+            for addr in set(rates) - set(cur):
+                del rates[addr]
+            setattr(st, kind, cur)
 
     def _proxy_sessions(
         self, now: float, node: str, st: _NodeState, proxy: dict[str, Any] | None
@@ -600,9 +601,10 @@ class MapCore:
             return {"path": [src], "complete": False, "backups": [], "how": "dsr source route"}
         return {"path": best[1], "complete": True, "backups": [], "how": "dsr source route"}
 
-    def flows(self) -> list[dict[str, Any]]:
-        """Active flows: proxy sessions, DSR/SMR source routes used in the last
-        ``ACTIVE_S``, AODV routes a source used since its last read, and watched pairs."""
+    def flows(self, now: float) -> list[dict[str, Any]]:
+        """Active flows: what a node's apps sent to a destination in the last
+        ``ACTIVE_S`` (the daemon's data-plane counts, with the rate the destination
+        delivered), proxy sessions (with their goodput), and the watched pairs."""
         found: dict[tuple[str, str], dict[str, Any]] = {}
 
         def add(src: str, dst: str, why: str) -> dict[str, Any]:
@@ -612,17 +614,15 @@ class MapCore:
             return f
 
         for node, st in self._node.items():
-            eng = (st.daemon or {}).get("engine", {})
-            for e in eng.get("paths", []):
-                p = e.get("path") or []
-                if len(p) >= 2 and float(e.get("idle_s", math.inf)) < ACTIVE_S:
-                    a, d = node_of_address(p[0], self._index), node_of_address(p[-1], self._index)
-                    if a == node and d and d != node:
-                        add(node, d, "source route in use")
-            for d in st.used_routes:
-                dn = node_of_address(d, self._index)
-                if dn and dn != node:
-                    add(node, dn, "route in use")
+            for addr, at in st.sent_at.items():
+                dst = node_of_address(addr, self._index)
+                if dst and dst != node and now - at <= ACTIVE_S + self.rates.status_s:
+                    f = add(node, dst, "sent")
+                    f["sent_bps"] = round(st.sent_bps.get(addr, 0.0))
+                    src_addr = next((a for a, n in self._index.items() if n == node), None)
+                    rate = self._node[dst].delivered_bps.get(src_addr) if src_addr else None
+                    if rate is not None:
+                        f["delivered_bps"] = round(rate)
             for sid, s in st.sessions.items():
                 if s.get("role") != "initiator" or s.get("state") == "closed":
                     continue
@@ -652,7 +652,7 @@ class MapCore:
             else:
                 f["goodput_bps"] = None
             out.append(f)
-        return out
+        return merge_reverse(out)
 
     def node_summary(self) -> dict[str, dict[str, Any]]:
         out = {}
@@ -712,7 +712,7 @@ class MapCore:
             "rates": {"frame_s": self.rates.frame_s, "status_s": self.rates.status_s},
         }
 
-    def _sections(self, names: Iterable[str]) -> dict[str, Any]:
+    def _sections(self, now: float, names: Iterable[str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name in names:
             if name == "lab":
@@ -725,7 +725,7 @@ class MapCore:
             elif name == "routing":
                 out["routing"] = self.routing_links()
             elif name == "flows":
-                out["flows"] = self.flows()
+                out["flows"] = self.flows(now)
             elif name == "fidelity":
                 out["fidelity"] = self.fidelity
         return out
@@ -738,7 +738,7 @@ class MapCore:
             "now": round(now, 3),
             "t": self.t,
             "positions": self.positions,
-            **self._sections(("lab", "nodes", "links", "routing", "flows", "fidelity")),
+            **self._sections(now, ("lab", "nodes", "links", "routing", "flows", "fidelity")),
             "events": list(self.events),
         }
         if self.gone is not None:
@@ -752,7 +752,7 @@ class MapCore:
             "now": round(now, 3),
             "t": self.t,
             "positions": self.positions,
-            **self._sections(sorted(self._dirty)),
+            **self._sections(now, sorted(self._dirty)),
         }
         if self._new_events:
             msg["events"] = self._new_events
@@ -760,6 +760,33 @@ class MapCore:
         self._new_events = []
         self.frames += 1
         self._out.append(Push(msg))
+
+
+def merge_reverse(flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A flow and its reverse over the same nodes (a TCP flow's ACKs, ping's replies) as
+    one entry: the earlier one gets ``reverse`` with the other's rates."""
+    by_id = {f["id"]: f for f in flows}
+    out = []
+    merged: set[str] = set()
+    for f in flows:
+        if f["id"] in merged:
+            continue
+        back = by_id.get(f"{f['dst']}>{f['src']}")
+        if (
+            back is not None
+            and back["id"] not in merged
+            and f["complete"]
+            and back["complete"]
+            and back["path"] == f["path"][::-1]
+            and not back["backups"]
+            and not f["backups"]
+        ):
+            merged.add(back["id"])
+            f["reverse"] = {
+                k: back.get(k) for k in ("goodput_bps", "delivered_bps", "sent_bps", "seen")
+            }
+        out.append(f)
+    return out
 
 
 def describe_event(node: str, name: str, obj: dict[str, Any], index: dict[str, str]) -> str:

@@ -240,8 +240,11 @@ function drawFlows(flows, pos) {
     el("polyline", {}, g);
     return g;
   });
-  for (const [g, it] of made) {
+  made.forEach(([g, it], i) => {
     const pts = it.path.filter((n) => pos[n]).map((n) => pos[n].join(",")).join(" ");
+    // flows that share hops stay apart: each is shifted a little from the last
+    const d = (i % 6) * view.scale * 0.35;
+    g.setAttribute("transform", `translate(${d},${d})`);
     const pl = g.firstChild;
     pl.setAttribute("points", pts);
     pl.setAttribute("stroke", it.colour);
@@ -250,7 +253,7 @@ function drawFlows(flows, pos) {
     g.dataset.src = it.f.src; g.dataset.dst = it.f.dst;
     g.dataset.path = it.path.join(" ");
     g.dataset.role = it.backup ? "backup" : "primary";
-  }
+  });
 }
 
 function drawRanges(pos) {
@@ -340,13 +343,21 @@ function drawFlowTable() {
     const td = html("td", null, tr);
     const sw = html("span", null, td, "swatch");
     sw.style.background = FLOW_COLOURS[i % FLOW_COLOURS.length];
-    html("span", `${f.src} → ${f.dst}`, td);
+    html("span", `${f.src} ${f.reverse ? "⇄" : "→"} ${f.dst}`, td);
     const path = f.complete ? f.path.join(" ") : f.path.join(" ") + " … (no route)";
     const backups = (f.backups || []).map((b) => "backup: " + b.join(" ")).join("\n");
     const pc = html("td", path + (backups ? "\n" + backups : ""), tr);
     pc.style.whiteSpace = "pre-line";
     pc.title = `${f.how}; seen as: ${(f.seen || []).join(", ")}${f.state ? "; proxy " + f.state : ""}`;
-    html("td", fmtRate(f.goodput_bps), tr, "num");
+    // goodput: what the proxies handed to the apps; else the IP bytes the destination's
+    // daemon delivered; else what the source sent.
+    const rate = f.goodput_bps !== null && f.goodput_bps !== undefined ? fmtRate(f.goodput_bps)
+      : typeof f.delivered_bps === "number" ? fmtRate(f.delivered_bps) + " (IP)"
+      : typeof f.sent_bps === "number" ? "sent " + fmtRate(f.sent_bps) : "-";
+    const back = f.reverse;
+    const brate = !back ? "" : typeof back.goodput_bps === "number" ? fmtRate(back.goodput_bps)
+      : typeof back.delivered_bps === "number" ? fmtRate(back.delivered_bps) + " (IP)" : "";
+    html("td", brate ? `${rate}\n← ${brate}` : rate, tr, "num").style.whiteSpace = "pre-line";
   });
   $("flowhint").hidden = state.flows.length > 0;
 }
