@@ -226,6 +226,7 @@ class MapServer:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
         self._retry_at: dict[str, float] = {}
+        self._errors: dict[str, str] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # --- the web side ------------------------------------------------------------------
@@ -343,14 +344,15 @@ class MapServer:
         client = self.daemons.get(node)
         if client is None or not client.connected:
             if self._now() < self._retry_at.get(node, 0.0):
-                return None, "not answering"
+                return None, self._errors.get(node, "not answering")
             client = self.daemons[node] = LineClient(path, self._on_event(node))
             try:
                 await client.connect()
             except (OSError, ConnectionError, TimeoutError) as exc:
                 client.close()
                 self._retry_at[node] = self._now() + RECONNECT_S
-                return None, f"no daemon answers on {path}: {exc}"
+                self._errors[node] = f"no daemon answers on {path}: {exc}"
+                return None, self._errors[node]
         try:
             reply = await client.request({"cmd": "status"})
         except (OSError, ConnectionError, TimeoutError) as exc:
