@@ -11,6 +11,7 @@ import sys
 
 from manetkit.console import console
 from manetkit.errors import UserError
+from manetkit.extras import explain
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,10 +52,13 @@ def _watch_pairs(items: list[str], nodes: tuple[str, ...]) -> list[tuple[str, st
 
 
 def run(args: argparse.Namespace) -> int:
-    # aiohttp is imported here, not when the lab CLI builds its parser.
-    from manetkit.lab.map.core import MapCore, Rates
-    from manetkit.lab.map.server import MapServer, is_loopback, serve
-    from manetkit.lab.map.sources import find_lab
+    # aiohttp (the lab extra) is imported here, not when the lab CLI builds its parser.
+    try:
+        from manetkit.lab.map.core import MapCore, Rates
+        from manetkit.lab.map.server import MapServer, is_loopback, serve
+        from manetkit.lab.map.sources import find_lab
+    except ModuleNotFoundError as exc:
+        raise explain(exc, "manetkit lab map") from None
 
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port}: a TCP port is 1..65535")
