@@ -45,9 +45,8 @@ def chain_positions(t: float = 1.0, **moved) -> dict:
 def chain_links() -> dict:
     return {
         "ok": True,
-        "links": [
-            {"a": NODES[i], "b": NODES[i + 1], "rssi_dbm": -60.5} for i in range(len(NODES) - 1)
-        ],
+        "fields": ["a", "b", "rssi_dbm", "snr_db"],
+        "links": [[NODES[i], NODES[i + 1], -60.5, 30.0] for i in range(len(NODES) - 1)],
         "cs": [["n1", "n3"]],
         "ranges": {"rx_m": 250.0, "cs_m": 550.0, "rx_threshold_dbm": -64.4},
     }
@@ -147,6 +146,21 @@ def test_frames_carry_only_changed_sections_and_the_snapshot_everything():
     assert "links" not in f2 and "lab" not in f2 and "positions" in f2
     snap = core.snapshot(0.2)
     assert snap["full"] and len(snap["links"]) == 4 and snap["cs"] == [["n1", "n3"]]
+    # rows read by the reply's fields: a column the map does not know is kept
+    assert snap["links"][0] == {"a": "n1", "b": "n2", "rssi_dbm": -60.5, "snr_db": 30.0}
+
+
+def test_carrier_sense_pairs_are_asked_for_every_few_links_reads():
+    core = MapCore(LabInfo("lt", NODES), Rates(links_s=0.5))
+    asked = []
+    core.pages_changed(0.0, 1)
+    for k in range(8):
+        core.handle_timer(k * 0.5 + 0.001)
+        for e in drain(core):
+            if isinstance(e, ReadLinks):
+                asked.append(e.cs)
+                core.links_read(k * 0.5 + 0.002, chain_links())
+    assert asked == [True, False, False, False] * 2
 
 
 def test_dsr_flow_path_rates_and_the_reverse_merged():

@@ -42,8 +42,14 @@ class FakeMedium:
                 "positions": {n: [20.0 * i + t, 10.0 * (i % 7)] for i, n in enumerate(NODES)},
             }
         if cmd == "links":
-            links = [{"a": f"n{i}", "b": f"n{i + 1}", "rssi_dbm": -60.0} for i in range(1, N)]
-            return {"ok": True, "t": t, "links": links, "cs": [], "ranges": {"rx_m": 250.0}}
+            links = [[f"n{i}", f"n{i + 1}", -60.0] for i in range(1, N)]
+            return {
+                "ok": True,
+                "t": t,
+                "fields": ["a", "b", "rssi_dbm"],
+                "links": links,
+                "ranges": {"rx_m": 250.0},
+            }
         if cmd == "fidelity":
             self.lag.record(t, t - 0.0001)
             return {

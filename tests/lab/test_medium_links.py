@@ -26,11 +26,12 @@ def test_links_lists_reception_pairs_once_with_power_and_cs_pairs_apart(tmp_path
     # n1-n2 200 m (reception), n2-n3 300 m (carrier sense only), n1-n3 500 m (cs only),
     # n4 1 km away from everyone (nothing).
     srv = _server(tmp_path, {"n1": [0, 0], "n2": [200, 0], "n3": [500, 0], "n4": [0, 1000]})
-    reply = srv.command({"cmd": "links"})
-    assert reply["ok"]
-    assert [(lk["a"], lk["b"]) for lk in reply["links"]] == [("n1", "n2")]
-    assert -70 < reply["links"][0]["rssi_dbm"] < -55
+    reply = srv.command({"cmd": "links", "cs": True})
+    assert reply["ok"] and reply["fields"] == ["a", "b", "rssi_dbm"]
+    assert [tuple(row[:2]) for row in reply["links"]] == [("n1", "n2")]
+    assert -70 < reply["links"][0][2] < -55
     assert sorted(map(tuple, reply["cs"])) == [("n1", "n3"), ("n2", "n3")]
+    assert "cs" not in srv.command({"cmd": "links"})  # only when asked
     r = reply["ranges"]
     assert r["rx_m"] == pytest.approx(250, abs=1) and r["cs_m"] == pytest.approx(550, abs=1)
     assert r["rx_threshold_dbm"] == pytest.approx(-64.4, abs=0.1)
@@ -40,10 +41,9 @@ def test_links_follow_forced_link_states(tmp_path):
     srv = _server(tmp_path, {"n1": [0, 0], "n2": [200, 0], "n3": [400, 0]})
     srv.command({"cmd": "link", "a": "n1", "b": "n2", "state": "down"})
     srv.command({"cmd": "link", "a": "n1", "b": "n3", "state": "up"})
-    pairs = {(lk["a"], lk["b"]) for lk in srv.command({"cmd": "links"})["links"]}
-    assert pairs == {("n1", "n3"), ("n2", "n3")}
-    # the obstacle keeps the pair in carrier-sense range
-    assert ["n1", "n2"] in srv.command({"cmd": "links"})["cs"]
+    reply = srv.command({"cmd": "links", "cs": True})
+    assert {(a, b) for a, b, _ in reply["links"]} == {("n1", "n3"), ("n2", "n3")}
+    assert ["n1", "n2"] in reply["cs"]  # the obstacle keeps the pair in carrier-sense range
 
 
 def test_fidelity_since_returns_only_the_newer_seconds(tmp_path):

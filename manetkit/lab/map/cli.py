@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--fps {args.fps:g}: between 1 and 30 frames per second")
     source = find_lab(args.lab)
     info = source.info
-    core = MapCore(info, Rates(frame_s=1.0 / args.fps))
+    core = MapCore(info, Rates.for_lab(len(info.nodes), args.fps))
     for src, dst in _watch_pairs(args.watch, info.nodes):
         core.watch(0.0, src, dst)
 

@@ -49,9 +49,8 @@ TIMELINE_EVENTS = frozenset(
 )
 MANETKIT_STACKS = ("aodv", "dsr", "smr")
 PEER_STACKS = ("babeld", "batmand")
-# How many unanswered medium reads in a row make the lab "gone" when the socket is
-# still there (a missing socket or a refused connection makes it gone at once).
-MEDIUM_FAILURES_GONE = 3
+# The carrier-sense pairs (many, slow to change) come with every 4th links read.
+CS_EVERY = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +62,13 @@ class Rates:
     status_s: float = 1.0
     routes_s: float = 1.0
     fidelity_s: float = 2.0
+
+    @classmethod
+    def for_lab(cls, nodes: int, fps: float = 10.0) -> Rates:
+        """``fps`` frames a second; each node's status every second up to 30 nodes, less
+        often above (every daemon answers a status read with its whole route table)."""
+        per_node = max(1.0, nodes / 30)
+        return cls(frame_s=1.0 / fps, status_s=per_node, routes_s=per_node)
 
     def __post_init__(self) -> None:
         for name in ("frame_s", "links_s", "status_s", "routes_s", "fidelity_s"):
@@ -93,7 +99,9 @@ class ReadPositions:
 
 @dataclass(frozen=True, slots=True)
 class ReadLinks:
-    pass
+    """``cs``: also the carrier-sense pairs (every ``CS_EVERY`` reads)."""
+
+    cs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +223,9 @@ class MapCore:
         self._goodput: dict[str, tuple[float, int]] = {}  # session -> (now, bytes to apps)
         self._rates_bps: dict[str, float] = {}  # session -> goodput
         self.gone: str | None = None
-        self._medium_failures = 0
         self._dirty: set[str] = set()
         self.frames = 0
+        self._links_reads = 0
 
     # --- inputs: pages -------------------------------------------------------------
 
@@ -247,7 +255,6 @@ class MapCore:
 
     def positions_read(self, now: float, reply: dict[str, Any]) -> None:
         self._pending.discard("positions")
-        self._medium_failures = 0
         pos = reply.get("positions") or {}
         self.positions = {n: [float(v[0]), float(v[1])] for n, v in pos.items() if n in self._node}
         self.t = reply.get("t")
@@ -255,20 +262,27 @@ class MapCore:
             self._push_frame(now)
 
     def links_read(self, now: float, reply: dict[str, Any]) -> None:
+        """The medium's ``links``: rows under ``fields`` (docs/medium.md); ``cs`` when
+        it was asked for."""
         self._pending.discard("links")
-        self._medium_failures = 0
-        links = [lk for lk in reply.get("links", []) if lk.get("a") in self._node]
-        if links != self.links or reply.get("cs", []) != self.cs:
+        fields = reply.get("fields") or ["a", "b", "rssi_dbm"]
+        links = []
+        for row in reply.get("links", []):
+            lk = dict(zip(fields, row, strict=False)) if isinstance(row, list) else dict(row)
+            if lk.get("a") in self._node and lk.get("b") in self._node:
+                links.append(lk)
+        if links != self.links:
             self.links = links
-            self.cs = [list(p) for p in reply.get("cs", [])]
             self._dirty.update(("links", "routing"))
+        if "cs" in reply and reply["cs"] != self.cs:
+            self.cs = [list(p) for p in reply["cs"]]
+            self._dirty.add("links")
         if reply.get("ranges") and reply["ranges"] != self.ranges:
             self.ranges = dict(reply["ranges"])
             self._dirty.add("lab")
 
     def fidelity_read(self, now: float, reply: dict[str, Any]) -> None:
         self._pending.discard("fidelity")
-        self._medium_failures = 0
         try:
             reading = Reading.from_medium(reply)
         except (KeyError, TypeError, ValueError):
@@ -297,10 +311,11 @@ class MapCore:
         self._fid_last = reading
 
     def medium_failed(self, now: float, error: str, gone: bool = False) -> None:
-        """A medium read failed; ``gone``: its socket is missing or refuses connections."""
+        """A medium read failed. ``gone``: its socket is missing or refuses connections,
+        so the lab is down; otherwise (a timeout, a medium too busy) the next read tries
+        again."""
         self._pending -= {"positions", "links", "fidelity"}
-        self._medium_failures += 1
-        if gone or self._medium_failures >= MEDIUM_FAILURES_GONE:
+        if gone:
             self.lab_gone(now, error)
 
     def lab_gone(self, now: float, reason: str) -> None:
@@ -382,7 +397,9 @@ class MapCore:
             if key == "positions":
                 self._read("positions", ReadPositions(), now, r.frame_s)
             elif key == "links":
-                self._read("links", ReadLinks(), now, r.links_s)
+                self._links_reads += 1
+                cs = self._links_reads % CS_EVERY == 1
+                self._read("links", ReadLinks(cs), now, r.links_s)
             elif key == "fidelity":
                 since = int(self._fid_rows[-1][0]) if self._fid_rows else None
                 self._read("fidelity", ReadFidelity(since), now, r.fidelity_s)

@@ -417,12 +417,13 @@ class MapServer:
                     self._read_medium("positions", {"cmd": "positions"}, core.positions_read)
                 )
             elif isinstance(ev, ReadLinks):
-                self._spawn(self._read_medium("links", {"cmd": "links"}, core.links_read))
+                req = {"cmd": "links", "cs": True} if ev.cs else {"cmd": "links"}
+                self._spawn(self._read_medium("links", req, core.links_read))
             elif isinstance(ev, ReadFidelity):
-                req: dict[str, Any] = {"cmd": "fidelity"}
+                fid: dict[str, Any] = {"cmd": "fidelity"}
                 if ev.since is not None:
-                    req["since"] = ev.since
-                self._spawn(self._read_medium("fidelity", req, core.fidelity_read))
+                    fid["since"] = ev.since
+                self._spawn(self._read_medium("fidelity", fid, core.fidelity_read))
             elif isinstance(ev, ReadNode):
                 self._spawn(self._read_node(ev.node))
             elif isinstance(ev, ReadRoutes):

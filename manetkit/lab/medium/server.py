@@ -383,7 +383,8 @@ class MediumServer:
                 "graph_changes": self._gt.changes if self._gt else None,
             }
         if cmd == "links":
-            return {"ok": True, "t": now, **link_table(self.medium.refresh(now), self.medium.prop)}
+            table = link_table(self.medium.refresh(now), self.medium.prop, bool(req.get("cs")))
+            return {"ok": True, "t": now, **table}
         if cmd == "fidelity":
             since = req.get("since")
             if since is not None and not isinstance(since, int | float):

@@ -186,10 +186,16 @@ function sync(g, items, keyOf, make) {
   return out;
 }
 
+// At most RENDER_FPS drawings a second: positions arrive at ~10 Hz and are interpolated,
+// so more would only cost the browser CPU (on the lab's own machine, often).
+const RENDER_FPS = 30;
+let lastRender = 0;
 function render() {
   requestAnimationFrame(render);
   if (view.paused) return;
   const now = performance.now();
+  if (now - lastRender < 1000 / RENDER_FPS - 2) return;
+  lastRender = now;
   const pos = {};
   for (const n in state.positions) pos[n] = displayed(n, now);
 
@@ -465,6 +471,7 @@ function connect() {
   ws.onmessage = (m) => {
     const msg = JSON.parse(m.data);
     if (msg.type === "frame") {
+      window.mapFrames = (window.mapFrames || 0) + 1; // for tests and measurements
       merge(msg);
       if (!view.paused) refreshPanels();
     } else if (msg.type === "gone") {
