@@ -432,3 +432,18 @@ def test_watched_pair_is_drawn_without_traffic():
     core.watch(1.0, "n2", "n4")
     (f,) = core.flows(1.0)
     assert f["watched"] and f["path"] == ["n2", "n3", "n4"] and f["seen"] == ["watched"]
+
+
+def test_the_busier_direction_leads_a_merged_pair():
+    from manetkit.lab.map.core import merge_reverse
+
+    def flow(src, dst, path, sent):
+        return {"id": f"{src}>{dst}", "src": src, "dst": dst, "path": path, "complete": True,
+                "backups": [], "sent_bps": sent, "goodput_bps": None}  # fmt: skip
+
+    acks = flow("n2", "n9", ["n2", "n4", "n9"], 30_000)
+    data = flow("n9", "n2", ["n9", "n4", "n2"], 1_200_000)
+    (merged,) = merge_reverse([acks, data])
+    assert merged["id"] == "n9>n2" and merged["reverse"]["sent_bps"] == 30_000
+    other = flow("n2", "n9", ["n2", "n5", "n9"], 30_000)  # another way back: both stay
+    assert len(merge_reverse([other, data])) == 2

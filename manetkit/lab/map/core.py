@@ -779,9 +779,26 @@ class MapCore:
         self._out.append(Push(msg))
 
 
+def _rate(f: dict[str, Any]) -> float:
+    rates = [f.get(k) for k in ("goodput_bps", "delivered_bps", "sent_bps")]
+    return max((float(r) for r in rates if isinstance(r, int | float)), default=0.0)
+
+
+def _mutual(f: dict[str, Any], back: dict[str, Any] | None) -> bool:
+    """``back`` is ``f`` the other way over the same nodes (no backups to tell apart)."""
+    return (
+        back is not None
+        and f["complete"]
+        and back["complete"]
+        and back["path"] == f["path"][::-1]
+        and not back["backups"]
+        and not f["backups"]
+    )
+
+
 def merge_reverse(flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A flow and its reverse over the same nodes (a TCP flow's ACKs, ping's replies) as
-    one entry: the earlier one gets ``reverse`` with the other's rates."""
+    one entry: the busier direction, with ``reverse`` holding the other's rates."""
     by_id = {f["id"]: f for f in flows}
     out = []
     merged: set[str] = set()
@@ -789,20 +806,15 @@ def merge_reverse(flows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if f["id"] in merged:
             continue
         back = by_id.get(f"{f['dst']}>{f['src']}")
-        if (
-            back is not None
-            and back["id"] not in merged
-            and f["complete"]
-            and back["complete"]
-            and back["path"] == f["path"][::-1]
-            and not back["backups"]
-            and not f["backups"]
-        ):
-            merged.add(back["id"])
-            f["reverse"] = {
-                k: back.get(k) for k in ("goodput_bps", "delivered_bps", "sent_bps", "seen")
-            }
-        out.append(f)
+        if back is None or back["id"] in merged or not _mutual(f, back):
+            out.append(f)
+            continue
+        lead, other = (back, f) if _rate(back) > _rate(f) else (f, back)
+        merged.update((f["id"], back["id"]))
+        lead["reverse"] = {
+            k: other.get(k) for k in ("goodput_bps", "delivered_bps", "sent_bps", "seen")
+        }
+        out.append(lead)
     return out
 
 

@@ -64,7 +64,7 @@ function merge(msg) {
   if (msg.gone) setGone(msg.gone);
   if (msg.events) {
     state.events = state.events.concat(msg.events).slice(-200);
-    for (const ev of msg.events) if (!msg.full) effect(ev);
+    for (const ev of msg.events) if (!msg.full && relevant(ev)) effect(ev);
   }
   if (typeof msg.now === "number") { state.now = msg.now; view.clockOffset = performance.now() / 1000 - msg.now; }
   state.t = msg.t;
@@ -116,7 +116,7 @@ function growBounds() {
   if (nb.y1 - nb.y0 < 300) { const mid = (nb.y0 + nb.y1) / 2; nb.y0 = mid - 150; nb.y1 = mid + 150; }
   view.bounds = nb;
   const w = nb.x1 - nb.x0, h = nb.y1 - nb.y0, m = Math.max(w, h) * 0.06;
-  view.scale = Math.max(w, h) / 60;
+  view.scale = Math.max(w, h) / 110;
   $("map").setAttribute("viewBox", `${nb.x0 - m} ${nb.y0 - m} ${w + 2 * m} ${h + 2 * m}`);
   drawGrid();
   for (const g of document.querySelectorAll("#nodes g.node")) sizeNode(g);
@@ -154,14 +154,18 @@ function setupLab() {
     sizeNode(ng);
   }
   drawLegend();
+  if (!view.filterSet) {  // a big lab: the flows' events only, to begin with
+    view.filterSet = true;
+    $("flow-events").checked = lab.nodes.length > 10;
+  }
 }
 
 function sizeNode(g) {
-  const r = view.scale * 0.9;
+  const r = view.scale;
   g.querySelector("circle").setAttribute("r", r);
   const t = g.querySelector("text");
   t.setAttribute("y", -r * 1.4);
-  t.setAttribute("font-size", r * 1.5);
+  t.setAttribute("font-size", r * 1.7);
 }
 
 // --- drawing, once per animation frame ------------------------------------------------------
@@ -305,16 +309,32 @@ function drawEffects(now, pos) {
 
 function serverNow() { return performance.now() / 1000 - view.clockOffset; }
 
+// With "only the events of the flows shown": events about a flow's destination at a node
+// of its path, on a link of its path, or of its proxy session (a 30-node DSR lab reports
+// many route-downs of cached routes that no flow uses).
+function relevant(ev) {
+  if (!$("flow-events").checked) return true;
+  for (const f of state.flows) {
+    const on = new Set(f.path.concat(...(f.backups || [])));
+    if (ev.dst && (ev.dst === f.dst || ev.dst === f.src) && on.has(ev.node)) return true;
+    if (ev.link && on.has(ev.link[0]) && on.has(ev.link[1])) return true;
+    if (ev.neighbour && on.has(ev.node) && on.has(ev.neighbour)) return true;
+    if (ev.kind.startsWith("elfn") && (ev.node === f.src || ev.node === f.dst)) return true;
+  }
+  return false;
+}
+
 function drawTimeline() {
   const svg = $("timeline");
   svg.textContent = "";
   const now = serverNow();
+  const events = state.events.filter(relevant);
   for (let s = 0; s <= TIMELINE_S; s += 10) {
     const x = 600 * (1 - s / TIMELINE_S);
     el("line", { x1: x, y1: 0, x2: x, y2: 40, stroke: "#dde1e6", "stroke-width": 0.5 }, svg);
   }
   const kinds = Object.keys(EVENT_COLOURS);
-  for (const ev of state.events) {
+  for (const ev of events) {
     const age = now - ev.at;
     if (age > TIMELINE_S || age < -1) continue;
     const x = 600 * (1 - age / TIMELINE_S);
@@ -325,7 +345,7 @@ function drawTimeline() {
   }
   const list = $("events");
   list.textContent = "";
-  for (const ev of state.events.slice(-14).reverse()) {
+  for (const ev of events.slice(-14).reverse()) {
     const li = html("li", null, list);
     html("span", `${Math.max(0, now - ev.at).toFixed(1)} s`, li, "age");
     const sw = html("span", null, li, "swatch");
