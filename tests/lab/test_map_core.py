@@ -279,6 +279,8 @@ def test_babeld_neighbours_come_from_babeld():
 
 def test_gray_zone_is_a_pair_the_routing_believes_and_the_medium_does_not_carry():
     core = MapCore(LabInfo("lt", NODES, stack="dsr"))
+    core.node_read(0.5, "n1", daemon_status("n1", neighbours=[("n3", True)]), None)
+    assert core.routing_links()[0]["medium"] is None  # no links read yet: unknown
     core.links_read(0.0, chain_links())
     core.node_read(
         1.0, "n1", daemon_status("n1", neighbours=[("n2", True), ("n3", True), ("n4", False)]), None

@@ -183,3 +183,33 @@ def test_unknown_lab_name_is_a_clear_error(tmp_path, monkeypatch):
     assert r.returncode == 2 and "--name: lab name 'Bad-Name'" in r.stderr
     r = manetkit("lab", "map", "--port", "0", check=False)
     assert r.returncode == 2 and "--port 0" in r.stderr
+
+
+def test_a_compose_lab_is_read_through_its_containers_roots(monkeypatch):
+    from manetkit.lab.map import sources
+
+    def container(service, pid, env):
+        return {
+            "Config": {"Labels": {sources.SERVICE_LABEL: service}},
+            "State": {"Pid": pid},
+            "_env": {"MK_LAB": "chain3", **env},
+        }
+
+    daemon = json.dumps({"address": "10.42.0.1", "event_socket": "/run/mk/n1/events.sock"})
+    medium_env = {"MK_SCENARIO": "name: chain3\nnodes: 2\nstack: dsr\n"}
+    src = sources.docker_source(
+        "chain3",
+        [
+            container("medium", 100, medium_env),
+            container("n1", 101, {"MK_NODE": "n1", "MK_DAEMON": daemon, "MK_PROXY": ""}),
+            container("n2", 102, {"MK_NODE": "n2"}),
+        ],
+    )
+    assert src.info.kind == "docker" and src.info.stack == "dsr" and src.info.nodes == ("n1", "n2")
+    assert str(src.medium_socket) == "/proc/100/root/run/manetkit/labs/chain3/medium-ctl.sock"
+    assert str(src.daemon_sockets["n1"]) == "/proc/101/root/run/mk/n1/events.sock"
+    assert (
+        str(src.daemon_sockets["n2"])
+        == "/proc/102/root/run/manetkit/labs/chain3/nodes/n2/events.sock"
+    )
+    assert src.netns == {"n1": "/proc/101/ns/net", "n2": "/proc/102/ns/net"}

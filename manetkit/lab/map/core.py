@@ -212,6 +212,7 @@ class MapCore:
         self.t: float | None = None  # the medium's clock at the last positions
         self.positions: dict[str, list[float]] = {}
         self.links: list[dict[str, Any]] = []
+        self.links_known = False  # a medium without ``links`` (an older image) never says
         self.cs: list[list[str]] = []
         self.ranges: dict[str, float] = {}
         self.fidelity: dict[str, Any] | None = None
@@ -265,6 +266,7 @@ class MapCore:
         """The medium's ``links``: rows under ``fields`` (docs/medium.md); ``cs`` when
         it was asked for."""
         self._pending.discard("links")
+        self.links_known = True
         fields = reply.get("fields") or ["a", "b", "rssi_dbm"]
         links = []
         for row in reply.get("links", []):
@@ -534,7 +536,8 @@ class MapCore:
 
     def routing_links(self) -> list[dict[str, Any]]:
         """Pairs some routing stack believes are neighbours, with whether the medium
-        carries frames between them (``medium``; False = a gray-zone link)."""
+        carries frames between them (``medium``; False = a gray-zone link; None until
+        the medium has answered a ``links`` read)."""
         medium = {_pair(lk["a"], lk["b"]) for lk in self.links}
         believed: dict[tuple[str, str], set[str]] = {}
         for node, rows in self.neighbour_view().items():
@@ -542,7 +545,12 @@ class MapCore:
                 if r["up"] and r["node"] != node:
                     believed.setdefault(_pair(node, r["node"]), set()).add(node)
         return [
-            {"a": a, "b": b, "both": len(by) == 2, "medium": (a, b) in medium}
+            {
+                "a": a,
+                "b": b,
+                "both": len(by) == 2,
+                "medium": (a, b) in medium if self.links_known else None,
+            }
             for (a, b), by in sorted(believed.items())
         ]
 

@@ -160,11 +160,28 @@ def docker_source(lab: str, containers: list[dict[str, Any]]) -> LabSource:
     except (ValueError, UserError, yaml.YAMLError):
         info = LabInfo(name=lab, nodes=tuple(node_names), kind="docker")
     nodes_c = {c["_env"]["MK_NODE"]: c for c in containers if c["_env"].get("MK_NODE")}
+
+    def configured(c: dict[str, Any], var: str, key: str, default: Path) -> Path:
+        """The socket the node's config (``MK_DAEMON``/``MK_PROXY``) names, in its root."""
+        try:
+            named = (yaml.safe_load(c["_env"].get(var) or "") or {}).get(key)
+        except (yaml.YAMLError, AttributeError):
+            named = None
+        if not named:
+            return inside(c, default)
+        return Path(f"/proc/{c['State']['Pid']}/root") / Path(named).relative_to("/")
+
     return LabSource(
         info=info,
         medium_socket=inside(medium, paths.medium_control_socket(lab)),
-        daemon_sockets={n: inside(c, paths.daemon_socket(lab, n)) for n, c in nodes_c.items()},
-        proxy_sockets={n: inside(c, paths.proxy_socket(lab, n)) for n, c in nodes_c.items()},
+        daemon_sockets={
+            n: configured(c, "MK_DAEMON", "event_socket", paths.daemon_socket(lab, n))
+            for n, c in nodes_c.items()
+        },
+        proxy_sockets={
+            n: configured(c, "MK_PROXY", "status_socket", paths.proxy_socket(lab, n))
+            for n, c in nodes_c.items()
+        },
         netns={n: f"/proc/{c['State']['Pid']}/ns/net" for n, c in nodes_c.items()},
     )
 

@@ -229,7 +229,7 @@ function render() {
   for (const [line, r] of sync($("routing"), rt, (r) => pairKey(r.a, r.b), () => el("line", { class: "rt" }))) {
     if (!pos[r.a] || !pos[r.b]) continue;
     lineBetween(line, pos[r.a], pos[r.b]);
-    line.classList.toggle("grayzone", !r.medium);
+    line.classList.toggle("grayzone", r.medium === false);
     line.classList.toggle("oneway", !r.both);
     line.dataset.a = r.a; line.dataset.b = r.b;
   }
