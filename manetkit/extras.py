@@ -14,7 +14,7 @@ from types import ModuleType
 from manetkit.errors import UserError
 
 # top-level module -> the extra that installs it
-EXTRA_OF = {"numpy": "lab", "matplotlib": "experiments", "scapy": "test"}
+EXTRA_OF = {"numpy": "lab", "aiohttp": "lab", "matplotlib": "experiments", "scapy": "test"}
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:

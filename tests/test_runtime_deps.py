@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import importgraph  # noqa: E402
 
-HEAVY = ("numpy", "matplotlib", "scapy")
+HEAVY = ("numpy", "matplotlib", "scapy", "aiohttp")
 # A meta-path finder that makes the heavy packages unimportable, as on a laptop that
 # installed `pip install manetkit` without extras.
 BLOCK = (
@@ -34,6 +34,7 @@ def test_core_dependencies_leave_the_heavy_ones_to_extras():
     assert not [h for h in HEAVY if h in core]
     extras = project["optional-dependencies"]
     assert "numpy" in " ".join(extras["lab"]) and "matplotlib" in " ".join(extras["experiments"])
+    assert "aiohttp" in " ".join(extras["lab"])
 
 
 def test_nothing_the_daemon_or_proxy_imports_needs_them():
@@ -73,5 +74,8 @@ def test_daemon_and_proxy_start_without_them(tmp_path: Path, part: str, config: 
 
 def test_a_part_that_needs_an_extra_says_which():
     done = _run("lab", "status")
+    assert done.returncode == 2
+    assert "pip install 'manetkit[lab]'" in done.stderr and "Traceback" not in done.stderr
+    done = _run("lab", "map")
     assert done.returncode == 2
     assert "pip install 'manetkit[lab]'" in done.stderr and "Traceback" not in done.stderr

@@ -18,10 +18,17 @@ def run(args: argparse.Namespace) -> int:
     if args.target == "report":
         if args.dir is None:
             raise UserError("experiment report: give the results directory (DIR)")
+        if args.html:
+            from manetkit.experiment.htmlreport import make_html_report
+
+            make_html_report(Path(args.dir))
+            return 0
         from manetkit.experiment.report import make_report
 
         make_report(Path(args.dir))
         return 0
+    if args.html:
+        raise UserError("--html: only with `experiment report DIR`")
     if args.dir is not None:
         raise UserError(f"experiment {args.target}: unexpected argument {args.dir!r}")
     return run_spec(args)
@@ -96,5 +103,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="make at most this many runs, then stop")
     parser.add_argument("--dry-run", action="store_true", help="list the runs, done or not")
     parser.add_argument("--no-report", action="store_true", help="do not make the report")
+    parser.add_argument(
+        "--html", action="store_true", help="with report: also one self-contained report/index.html"
+    )
     parser.add_argument("--keep-work", action="store_true", help="keep each run's raw files")
     parser.set_defaults(func=run)
