@@ -100,7 +100,10 @@ _PLACEHOLDER = re.compile(r"[<>*{}$]|\.\.\.|/(NAME|DIR|LAB|IF|RUN|N)\b")
 
 
 def _ignored(path: str) -> bool:
-    done = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, capture_output=True)
+    # "path/" too: a directory pattern (docker/.gitignore's /deps/) matches only that
+    done = subprocess.run(
+        ["git", "check-ignore", "-q", path, f"{path}/"], cwd=ROOT, capture_output=True
+    )
     return done.returncode == 0
 
 
