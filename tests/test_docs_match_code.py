@@ -102,9 +102,9 @@ _PLACEHOLDER = re.compile(r"[<>*{}$]|\.\.\.|/(NAME|DIR|LAB|IF|RUN|N)\b")
 def _ignored(path: str) -> bool:
     # "path/" too: a directory pattern (docker/.gitignore's /deps/) matches only that
     done = subprocess.run(
-        ["git", "check-ignore", "-q", path, f"{path}/"], cwd=ROOT, capture_output=True
+        ["git", "check-ignore", path, f"{path}/"], cwd=ROOT, capture_output=True, text=True
     )
-    return done.returncode == 0
+    return bool(done.stdout.strip())
 
 
 def _named_paths() -> dict[str, set[str]]:
