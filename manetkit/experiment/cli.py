@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spec(args: argparse.Namespace) -> int:
     from manetkit.bench import labrun
-    from manetkit.experiment import execute, runner, wrk
+    from manetkit.experiment import execute, runner, tcpcc, wrk
     from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
 
     spec_file = Path(args.target)
@@ -44,6 +44,7 @@ def run_spec(args: argparse.Namespace) -> int:
         console.print(f"{len(runs)} runs")
         return 0
     check_stacks_built(spec)
+    tcpcc.require(spec.congestion_control)
     if any(isinstance(t, Wrk) for t in spec.traffics):
         wrk.require()
     console.print(f"{spec.name}: {len(runs)} runs into {out}")

@@ -1,16 +1,28 @@
 """One run of an experiment: lab up, warm-up, the traffic, the metrics, lab down.
 
 The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random waypoint)
-``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. The traffic
-starts ``warmup_s`` after the *medium* started (the same movement in every stack's
-window at a seed and speed; ``late_s`` > 0 when the lab took longer to come up) and
-lasts its window, with its CBR ``background`` flows (if any) running beside it from the
-start; the daemons' counters are
-read at both ends of the window, and the medium's ground-truth log before the lab goes
-down (it lives in the lab's directory). An ELFN probe variant (``elfn-probe2``) is the
-lab's ``proxy: elfn`` with its probe interval in the proxy config the lab reads from
-``MANETKIT_LAB_PROXY_CONFIG`` while it comes up (:func:`proxy_env`). Whatever happens the
-lab is brought down and every process the run started is stopped.
+``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. Once it is up:
+
+1. the run's TCP congestion control is set in every node's namespace and read back
+   (:mod:`~manetkit.experiment.tcpcc`);
+2. the warm-up waits until the stack has a route for every pair of the traffic, or the
+   cap (:mod:`~manetkit.experiment.convergence`), then until medium time ``warmup_s``:
+   the window opens at the same medium time in every stack (the same movement in every
+   stack's window at a seed and speed; ``late_s`` > 0 when the lab took longer);
+3. the fidelity of the emulation is read at the window's start and end
+   (:func:`manetkit.lab.fidelity.collect`) and the window's verdict recorded;
+4. the routing state of every node is snapshot at the window's start, middle and end
+   (:mod:`~manetkit.experiment.snapshots`), kept beside the run's JSON and summarised
+   in it;
+5. the traffic runs its window, with its CBR ``background`` flows (if any) beside it from
+   the start; the daemons' counters are read at both ends of the window, and the
+   medium's ground-truth log before the lab goes down (it lives in the lab's directory).
+
+An ELFN probe variant (``elfn-probe2``) is the lab's ``proxy: elfn`` with its probe
+interval in the proxy config the lab reads from ``MANETKIT_LAB_PROXY_CONFIG`` while it
+comes up (:func:`proxy_env`). Whatever happens the lab is brought down and every process
+the run started is stopped. Files the run keeps (the raw snapshots) are written under
+``work/keep/``, which the runner moves to ``runs/<name>/``.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +38,18 @@ from typing import Any
 
 from manetkit import paths, procs
 from manetkit.bench import labrun
-from manetkit.experiment import background, bulk, metrics, peercount, web, wrk
+from manetkit.experiment import (
+    background,
+    bulk,
+    convergence,
+    metrics,
+    peercount,
+    snapshots,
+    tcpcc,
+    web,
+    wrk,
+)
+from manetkit.experiment.runner import KEEP
 from manetkit.experiment.spec import (
     MANETKIT_STACKS,
     PEER_STACKS,
@@ -45,7 +69,7 @@ from manetkit.experiment.spec import (
     throughput_table,
 )
 from manetkit.jsonlines import request
-from manetkit.lab import nodes, stacks
+from manetkit.lab import fidelity, nodes, stacks
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address
@@ -133,12 +157,70 @@ def code_version() -> dict[str, Any] | None:
             "dirty": [ln[3:] for ln in dirty.stdout.splitlines() if ln.strip()]}  # fmt: skip
 
 
+def traffic_pairs(spec: Spec, run: Run, n: int) -> list[tuple[str, str]]:
+    """The (source, destination) pairs of a run's traffic: bulk senders and receivers,
+    HTTP clients and servers, the wrk client and server (what the warm-up waits for)."""
+    t = spec.traffic(run.traffic)
+    if isinstance(t, Bulk):
+        return bulk_pairs(t, run.seed, n)
+    if isinstance(t, Http):
+        return http_pairs(t, run.seed, n)
+    return [(t.client, t.server)]
+
+
+class Snapshots:
+    """The window's three routing snapshots, each taken in its own thread (the start one
+    beside the traffic's start, the middle one on a timer) and joined at the end."""
+
+    def __init__(self, lab: str, node_names: list[str], stack: str) -> None:
+        self.lab, self.nodes, self.stack = lab, node_names, stack
+        self.taken: dict[str, dict[str, Any]] = {}
+        self.threads: list[threading.Thread] = []
+
+    def _take(self, moment: str) -> None:
+        with contextlib.suppress(Exception):  # a snapshot never fails a run
+            self.taken[moment] = snapshots.take(self.lab, self.nodes, self.stack)
+
+    def at(self, moment: str, delay: float = 0.0) -> None:
+        t: threading.Thread
+        if delay > 0:
+            t = threading.Timer(delay, self._take, (moment,))
+        else:
+            t = threading.Thread(target=self._take, args=(moment,))
+        t.daemon = True
+        t.start()
+        self.threads.append(t)
+
+    def join(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def cancel(self) -> None:
+        for t in self.threads:
+            if isinstance(t, threading.Timer):
+                t.cancel()
+
+
+def _converge(
+    lab: str, stack: str, pairs: list[tuple[str, str]], cap_s: float
+) -> dict[str, Any] | None:
+    if stack == "none":
+        return None
+    has_route, ask = convergence.probes(lab, stack)
+    got = convergence.wait_converged(
+        pairs, has_route, lambda: labrun.medium_time(lab), cap_s, ask=ask
+    )
+    return got.to_json()
+
+
 def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     """Make ``run``; its JSON document (``status: ok``). Raises on a failed lab."""
     traffic = spec.traffic(run.traffic)
     scen_path = spec.scenario_path(run.scenario)
     overrides = overrides_for(spec, run)
     n = load_scenario(scen_path, overrides).nodes
+    node_names = [f"n{i}" for i in range(1, n + 1)]
     duration = spec.traffic_duration(traffic)
     stack = lab_stack(run.stack)
     lab = f"mkx{os.getpid() % 100000}"
@@ -158,7 +240,9 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         "probe_interval_s": probe_interval(run.proxy),
         "code": code_version(),
     }
-    pairs: list[tuple[str, str]] = []
+    pairs = traffic_pairs(spec, run, n)
+    snaps = Snapshots("", node_names, stack)
+    readings: list[fidelity.Reading] = []
     nodes.down(lab)
     try:
         t_up = time.monotonic()
@@ -166,29 +250,37 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
             nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
         doc["proxy_config"] = proxy_cfg
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
+        doc["lab_up_medium_s"] = round(labrun.medium_time(lab), 2)
         if stack in PEER_STACKS:
             peercount.install(lab, n)
+        doc["tcp"] = tcpcc.set_lab(lab, node_names, run.cc)
+        doc["convergence"] = _converge(lab, stack, pairs, spec.cap_s)
         # The traffic starts warmup_s of *medium* time after the medium started, so at
         # one seed and speed every stack's window sees the same movement, however long
         # its lab took to come up.
         doc["late_s"] = round(labrun.wait_medium(lab, spec.warmup_s), 2)
+        readings.append(fidelity.collect(lab))
+        snaps.lab = lab
+        snaps.at("start")
+        snaps.at("middle", duration / 2)
         if traffic.background is not None:
             bg_pairs = background_pairs(traffic, run.seed, n)
             cbr = background.start(lab, traffic.background, bg_pairs, work)
         c0 = _control(lab, n, stack)
         if isinstance(traffic, Bulk):
-            pairs = bulk_pairs(traffic, run.seed, n)
             flows = bulk.start_servers(lab, pairs, work)
             w0, w1 = bulk.run(lab, flows, duration, work)
         elif isinstance(traffic, Http):
-            pairs = http_pairs(traffic, run.seed, n)
             w0, w1 = _http(lab, spec, run, traffic, pairs, duration, work, started)
         else:
-            pairs = [(traffic.client, traffic.server)]
             w0, w1, doc["wrk"] = _wrk(lab, run, traffic, duration, work, started)
         c1 = _control(lab, n, stack)
+        readings.append(fidelity.collect(lab))
+        snaps.at("end")
+        snaps.join()
         events = read_log(paths.ground_truth_log(lab))
     finally:
+        snaps.cancel()
         bulk.stop(flows)
         background.stop(cbr)
         procs.stop_all(started, grace=5)
@@ -196,6 +288,9 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     t0 = float(events[0]["wall"]) - float(events[0]["t"])
     doc["window"] = {"start": round(w0, 3), "end": round(w1, 3), "duration_s": duration,
                      "medium_t": round(w0 - t0, 2)}  # fmt: skip
+    th = fidelity.Thresholds(spec.fidelity.lag_p99_ms, spec.fidelity.unmodelled_drops)
+    doc["fidelity"] = fidelity.window(readings[0], readings[1], th).to_json()
+    doc["snapshots"] = _snapshot_doc(snaps.taken, pairs, events, work / KEEP, t0)
     table = throughput_table(spec)
     gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
     doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}
@@ -213,6 +308,30 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         doc["background"] = background.results(traffic.background, cbr)
     doc["finished"] = round(time.time(), 3)
     return doc
+
+
+def _snapshot_doc(
+    taken: dict[str, dict[str, Any]],
+    pairs: list[tuple[str, str]],
+    graph: list[dict[str, Any]],
+    keep: Path,
+    t0_wall: float,
+) -> dict[str, Any]:
+    """Each moment's summary (:func:`snapshots.summarise` with the ground truth), its
+    medium time, and the raw file kept beside the run's JSON."""
+    out: dict[str, Any] = {}
+    for moment in snapshots.MOMENTS:
+        snap = taken.get(moment)
+        if snap is None:
+            out[moment] = None
+            continue
+        name = f"snapshot-{moment}.json.gz"
+        snapshots.save(snap, keep / name)
+        s = snapshots.add_ground_truth(snapshots.summarise(snap, pairs), graph)
+        s["medium_t"] = round(float(snap["time"]) - t0_wall, 2)
+        s["file"] = name
+        out[moment] = s
+    return out
 
 
 def _bulk_doc(flows: list[dict[str, Any]], gt: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ profile, so one matrix holds a peer at each of its profiles side by side.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -43,15 +44,15 @@ from manetkit.proxy.config import ProxyConfig
 # daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
 MANETKIT_STACKS = ("dsr", "aodv", "smr")
 PEER_SETTINGS: dict[str, type[BaseModel]] = {"babeld": BabeldSettings, "batmand": BatmandSettings}
-# Peer stack variants: a peer with one of its profiles (``babeld-mobile`` = the lab's
-# ``stack: babeld`` with ``babeld.profile: mobile``), so one spec runs a peer at both its
-# profiles side by side; the bare name runs the profile of ``set:`` (the peer's default
-# unless ``set:`` says otherwise).
+# Peer stack variants: a peer with one of its other profiles (``babeld-mobile`` = the
+# lab's ``stack: babeld`` with ``babeld.profile: mobile``), so one spec runs a peer at
+# several profiles side by side; the bare name runs the profile of ``set:`` (the peer's
+# default, the operator profile ``wireless``, unless ``set:`` says otherwise).
 STACK_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     f"{peer}-{profile}": (peer, {f"{peer}.profile": profile})
     for peer in PEER_STACKS
     for profile in get_args(PEER_SETTINGS[peer].model_fields["profile"].annotation)
-    if profile != "default"
+    if profile != PEER_SETTINGS[peer].model_fields["profile"].default
 }
 STACKS = (*MANETKIT_STACKS, *PEER_STACKS, *STACK_VARIANTS, "none")
 PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
@@ -67,6 +68,12 @@ PROBE_RANGE: tuple[float, float] = (
     float(next(m.le for m in _PROBE_META if hasattr(m, "le"))),
 )
 TRAFFIC_TAGS = ("bulk", "http", "wrk")
+# The TCP congestion control every node's namespace runs unless the spec says otherwise:
+# what Debian, Ubuntu, Fedora, macOS and Windows laptops run by default (a namespace
+# would otherwise inherit the host's, BBR on some machines). The papers' reproductions
+# set reno (Holland & Vaidya, Anantharaman et al., Lim/Xu/Gerla all use TCP Reno).
+DEFAULT_CC = "cubic"
+_CC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
@@ -310,6 +317,16 @@ class Expected(_Strict):
         return self
 
 
+class FidelityThresholds(_Strict):
+    """When a run counts as a faithful emulation (``manetkit.lab.fidelity.Thresholds``);
+    a run outside them is invalid and left out of every goal cell."""
+
+    lag_p99_ms: float = Field(5.0, gt=0, le=10_000, description="medium scheduling lag p99")
+    unmodelled_drops: int = Field(
+        0, ge=0, description="frames lost outside the model allowed in a window"
+    )
+
+
 class Spec(_Strict):
     """An experiment: the matrix and how long each run lasts."""
 
@@ -323,13 +340,28 @@ class Spec(_Strict):
         [0.0], min_length=1, description="mobility.speed (m/s) of random-waypoint scenarios"
     )
     seeds: list[int] = Field([1], min_length=1, description="scenario seed (movement, flows)")
+    repeats: int = Field(
+        1, ge=1, le=100, description="runs of each cell (same seed: the emulation's spread)"
+    )
+    congestion_control: list[str] = Field(
+        [DEFAULT_CC],
+        min_length=1,
+        description="TCP congestion control set in every node's namespace (several: an axis)",
+    )
     warmup_s: float = Field(
-        30.0,
+        60.0,
         ge=0,
         le=600,
-        description="medium time before the traffic (from the medium's start: lab up included)",
+        description="medium time at which the window opens, the same in every stack",
     )
-    duration_s: float = Field(30.0, gt=0, le=3600, description="default traffic window")
+    convergence_cap_s: float | None = Field(
+        None,
+        ge=0,
+        le=600,
+        description="give up waiting for the pairs' routes at this medium time (default: warmup_s)",
+    )
+    duration_s: float = Field(100.0, gt=0, le=3600, description="default traffic window")
+    fidelity: FidelityThresholds = Field(default_factory=FidelityThresholds)
     set: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="scenario overrides for every run (as lab up --set)"
     )
@@ -351,6 +383,37 @@ class Spec(_Strict):
     @classmethod
     def _no_repeats(cls, v: list[Any]) -> list[Any]:
         return _unique(v)
+
+    @field_validator("congestion_control", mode="before")
+    @classmethod
+    def _cc_list(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("congestion_control")
+    @classmethod
+    def _cc_names(cls, v: list[str]) -> list[str]:
+        for i, name in enumerate(v):
+            if not _CC_NAME.match(name):
+                raise ValueError(
+                    f"[{i}]: {name!r} is not a congestion control name (cubic, reno, bbr, ...)"
+                )
+        return _unique(v)
+
+    @field_validator("convergence_cap_s")
+    @classmethod
+    def _cap_before_window(cls, v: float | None, info: ValidationInfo) -> float | None:
+        warmup = info.data.get("warmup_s")
+        if v is not None and warmup is not None and v > warmup:
+            raise ValueError(
+                f"{v:g} s is after warmup_s {warmup:g} s (the window opens at warmup_s in "
+                "every stack)"
+            )
+        return v
+
+    @property
+    def cap_s(self) -> float:
+        """Medium time at which the convergence wait gives up."""
+        return self.warmup_s if self.convergence_cap_s is None else self.convergence_cap_s
 
     @field_validator("set")
     @classmethod
@@ -419,23 +482,32 @@ class Spec(_Strict):
         return t.duration_s if t.duration_s is not None else self.duration_s
 
     def runs(self) -> list[Run]:
-        """Every run of the matrix, in the order they are made: seed, then speed outermost,
-        so a partly done matrix already compares every stack at every speed for its first
-        seeds; a traffic with ``stacks:`` runs on those stacks only. A peer
-        stack (babeld, batmand and their variants) is not run with an elfn or bus proxy:
-        those act on the manetkit daemon's route events, which the peers do not give."""
+        """Every run of the matrix, in the order they are made: repeat, seed, then speed
+        outermost, so a partly done matrix already compares every stack at every speed
+        for its first seeds (and has each seed once before any twice); a traffic with
+        ``stacks:`` runs on those stacks only. A peer stack (babeld, batmand and their
+        variants) is not run with an elfn or bus proxy: those act on the manetkit
+        daemon's route events, which the peers do not give."""
         out = []
+        ccs = self.congestion_control
         for scen in self.scenarios:
-            for seed in self.seeds:
-                for speed in self.speeds:
-                    for traffic in self.traffics:
-                        for stack in self.stacks:
-                            if traffic.stacks is not None and stack not in traffic.stacks:
-                                continue  # this traffic runs on some stacks only
-                            for proxy in self.proxies:
-                                if is_peer(stack) and lab_proxy(proxy) in EVENT_PROXIES:
-                                    continue  # no route events to act on (issue 10)
-                                out.append(Run(scen, stack, proxy, speed, seed, traffic.label()))
+            for repeat in range(1, self.repeats + 1):
+                for seed in self.seeds:
+                    for speed in self.speeds:
+                        for traffic in self.traffics:
+                            for stack in self.stacks:
+                                if traffic.stacks is not None and stack not in traffic.stacks:
+                                    continue  # this traffic runs on some stacks only
+                                for proxy in self.proxies:
+                                    if is_peer(stack) and lab_proxy(proxy) in EVENT_PROXIES:
+                                        continue  # no route events to act on
+                                    for cc in ccs:
+                                        out.append(Run(
+                                            scen, stack, proxy, speed, seed, traffic.label(),
+                                            repeat=repeat, cc=cc,
+                                            name_repeat=self.repeats > 1,
+                                            name_cc=len(ccs) > 1,
+                                        ))  # fmt: skip
         return out
 
     def traffic(self, label: str) -> Bulk | Http | Wrk:
@@ -451,7 +523,7 @@ def _unique(v: list[Any]) -> list[Any]:
 
 @dataclass(frozen=True)
 class Run:
-    """One cell of the matrix; :attr:`name` names its JSON (``<name>.json``)."""
+    """One run of the matrix; :attr:`name` names its JSON (``<name>.json``)."""
 
     scenario: str
     stack: str
@@ -459,12 +531,23 @@ class Run:
     speed: float
     seed: int
     traffic: str
+    repeat: int = 1
+    cc: str = DEFAULT_CC
+    # whether the name carries the repeat (a spec with repeats > 1) and the congestion
+    # control (a spec with several): the names of one-repeat, one-cc specs stay as before
+    name_repeat: bool = field(default=False, compare=False)
+    name_cc: bool = field(default=False, compare=False)
 
     @property
     def name(self) -> str:
         scen = Path(self.scenario).stem if "/" in self.scenario else self.scenario
         scen = scen.removesuffix(".yaml")
-        return f"{scen}_{self.stack}_{self.proxy}_v{self.speed:g}_s{self.seed}_{self.traffic}"
+        name = f"{scen}_{self.stack}_{self.proxy}_v{self.speed:g}_s{self.seed}_{self.traffic}"
+        if self.name_cc:
+            name += f"_cc-{self.cc}"
+        if self.name_repeat:
+            name += f"_r{self.repeat}"
+        return name
 
     def params(self) -> dict[str, Any]:
         return {
@@ -474,6 +557,9 @@ class Run:
             "speed": self.speed,
             "seed": self.seed,
             "traffic": self.traffic,
+            "repeat": self.repeat,
+            "cc": self.cc,
+            "cc_axis": self.name_cc,
         }
 
 

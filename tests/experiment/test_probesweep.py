@@ -181,6 +181,6 @@ def test_make_report_has_the_sweep(tmp_path):
     md = (dest / "README.md").read_text()
     assert "## ELFN probe interval sweep" in md and "![probe-rwp-30-bulk1]" in md
     # the bulk table names the variant as any proxy
-    assert "| rwp-30 | bulk1 | dsr+elfn-probe0.5 | 10 | 1,2 | 1 | 700.0 |" in md
+    assert "| rwp-30 | bulk1 | dsr+elfn-probe0.5 | 10 | 1,2 | 2 | 1 | 700.0 |" in md
     summary = json.loads((dest / "summary.json").read_text())
     assert [r["proxy"] for r in summary["probe_sweep"]][0] == "plain"
