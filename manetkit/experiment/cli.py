@@ -49,7 +49,7 @@ def run_spec(args: argparse.Namespace) -> int:
         wrk.require()
     console.print(f"{spec.name}: {len(runs)} runs into {out}")
     # SIGTERM (and SIGINT in a background job) must still bring the current run's lab down
-    with labrun.term_as_interrupt():
+    with labrun.term_as_interrupt(), tcpcc.allowing(spec.congestion_control):
         res = runner.run_matrix(
             spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
             keep_work=args.keep_work,

@@ -9,12 +9,20 @@ default when it is made, an accepted one included, unless the program chose one 
 
 A spec names algorithms the kernel may lack (``bbr`` is a module); :func:`require`
 refuses those before any run starts, after trying to load the module, naming them.
+
+A namespace other than the host's may only take as its default an algorithm the host
+*allows* (``net.ipv4.tcp_allowed_congestion_control``; the kernel refuses any other with
+EPERM, ``tcp_set_default_congestion_control()`` in net/ipv4/tcp_cong.c). The allowed list
+holds the host's default and reno, so on a host that runs BBR, cubic is not in it:
+:func:`allowing` adds what a matrix needs to the list for the matrix's duration and puts
+the host's list back afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +32,7 @@ from manetkit.lab import netns
 
 SYSCTL = "net.ipv4.tcp_congestion_control"
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 
 
 def available(path: Path = AVAILABLE) -> set[str]:
@@ -54,6 +63,21 @@ def require(
             f"(tcp_available_congestion_control: {' '.join(sorted(have())) or 'unreadable'}; "
             f"modprobe tcp_{still[0]} did not add it)"
         )
+
+
+@contextlib.contextmanager
+def allowing(names: Iterable[str], path: Path = ALLOWED) -> Iterator[list[str]]:
+    """The host's allowed list widened by ``names`` for the block (yields what was
+    added); the list as it was afterwards, whatever happens."""
+    before = path.read_text().split()
+    added = [n for n in dict.fromkeys(names) if n not in before]
+    if added:
+        path.write_text(" ".join(before + added) + "\n")
+    try:
+        yield added
+    finally:
+        if added:
+            path.write_text(" ".join(before) + "\n")
 
 
 def set_lab(lab: str, nodes: list[str], cc: str) -> dict[str, Any]:

@@ -11,14 +11,17 @@ no ``mesh0``), so an application reaches 10.42.0.I whatever the stack:
   addresses, multicast ff02::1:6 port 6696), announces only 10.42.0.0/16 local addresses,
   and installs ``10.42.0.J via 10.42.0.K dev radio0 proto babel onlink``. ``radio0`` is
   declared ``type wireless`` (ETX link costs, RFC 8966 App. A.2.2; no split horizon,
-  §3.7.4); a TAP would otherwise be taken for a wired link. Hello interval 4 s (babeld's
-  default for wireless interfaces), 1 s with ``profile: mobile``, or ``hello_interval_s``.
+  §3.7.4); a TAP would otherwise be taken for a wired link. Hello and update intervals
+  from the profile (:data:`BABELD_PROFILES`; ``wireless``: 2 s and 20 s).
 - **batmand** (B.A.T.M.A.N. III, draft-wunderlich-openmesh-manet-routing-00):
   10.42.0.I/16 with broadcast 10.42.255.255 on ``radio0`` (batmand sends its originator
   messages to the interface's broadcast address, so a /32 would not do); host routes in
   table 66 behind ``ip rule to 10.42.0.0/16 lookup 66`` (priority 6600). Originator
-  interval 1 s (batmand's default), 0.5 s with ``profile: mobile``, or
-  ``originator_interval_s``.
+  interval, hop penalty and purge timeout from the profile (:data:`BATMAND_PROFILES`;
+  ``wireless``: 1 s, 15, matched to the scenario's speed: :func:`matched_purge_s`).
+
+The profiles are how an operator would run each daemon on a mobile mesh; every flag and
+its source is in docs/lab.md ("Peer profiles").
 
 Neither daemon takes ``--lab``, so each runs under a small supervisor (``peerrun``),
 ``python -m manetkit.lab.peerrun --lab LAB --node nI --config nodes/nI/peer.json`` (the

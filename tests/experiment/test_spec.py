@@ -39,9 +39,10 @@ def test_the_shipped_specs_load():
     assert S.throughput_table(smoke)[2] == 683
     mob = S.load_spec(REPO / "configs" / "experiments" / "mobility.yaml")
     runs = mob.runs()
-    # peers are not run with elfn; everything else is
-    assert not [r for r in runs if r.stack in S.PEER_STACKS and r.proxy == "elfn"]
-    assert len(runs) == 2 * 3 * 3 * 3 * (3 * 2 + 2)
+    # the goal table's methodology: 5 seeds x 2 repeats, 100 s windows at medium 60 s
+    assert (len(mob.seeds), mob.repeats, mob.duration_s, mob.warmup_s) == (5, 2, 100.0, 60.0)
+    assert mob.congestion_control == ["cubic"]
+    assert len(runs) == 2 * 3 * 5 * 2 * 3 * 5
     assert len({r.name for r in runs}) == len(runs)
 
 
@@ -252,3 +253,18 @@ def test_a_kernel_without_the_algorithm_is_refused_naming_it():
         tcpcc.require(["cubic", "vegas"], have=lambda: have, load=loaded.append)
     assert loaded == ["vegas"]  # its module was tried first
     tcpcc.require(["bbr"], have=lambda: have, load=lambda n: have.add(n))  # loaded: fine
+
+
+def test_the_hosts_allowed_list_is_widened_for_the_matrix_and_put_back(tmp_path):
+    from manetkit.experiment import tcpcc
+
+    allowed = tmp_path / "tcp_allowed_congestion_control"
+    allowed.write_text("reno bbr\n")  # a host whose default is BBR: cubic is restricted
+    with tcpcc.allowing(["cubic", "reno"], allowed) as added:
+        assert added == ["cubic"] and allowed.read_text() == "reno bbr cubic\n"
+    assert allowed.read_text() == "reno bbr\n"
+    with pytest.raises(RuntimeError), tcpcc.allowing(["vegas"], allowed):
+        raise RuntimeError("a run broke")
+    assert allowed.read_text() == "reno bbr\n"  # put back on the way out too
+    with tcpcc.allowing(["reno"], allowed) as added:
+        assert added == [] and allowed.read_text() == "reno bbr\n"  # nothing to touch
