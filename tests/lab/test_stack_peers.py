@@ -301,7 +301,7 @@ CASES = [
     # (stack, scenario, extra lab up args, last node, what the daemon must have been told)
     ("babeld", CHAIN5, ["--set", "babeld.profile=mobile", "--proxy", "fixed-rto"], "n5", "1"),
     ("batmand", CHAIN5, [], "n5", "1000"),
-    ("babeld", CHAIN3, [], "n3", "4"),
+    ("babeld", CHAIN3, [], "n3", "2 update-interval 20"),  # the operator profile
     ("batmand", CHAIN3, ["--set", "batmand.profile=mobile", "--proxy", "plain"], "n3", "500"),
 ]
 
@@ -334,6 +334,9 @@ def test_peer_stack_multihop(
     if stack == "batmand":
         argv = netns.cmdline(pids["n1"])
         assert argv[argv.index("-o") + 1] == told
+        if not extra:  # the operator profile: static chain, batmand's 200 s purge
+            assert argv[argv.index("--hop-penalty") + 1] == "15"
+            assert argv[argv.index("--purge-timeout") + 1] == "200000"
     else:
         conf = (paths.node_dir(lab, "n1") / "babeld.conf").read_text()
         assert f"hello-interval {told}\n" in conf
