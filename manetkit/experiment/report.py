@@ -36,6 +36,7 @@ from rich.table import Table
 from manetkit.bench import report as out
 from manetkit.errors import UserError
 from manetkit.experiment import goals, probesweep, validity
+from manetkit.experiment.plugins import PLUGINS
 
 Key = tuple[str, str, str, float]  # scenario, traffic, variant, speed
 
@@ -420,6 +421,26 @@ def plot_http(rows: list[dict], dest: Path) -> list[Path]:
     return made
 
 
+def plugin_tables(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each metric plug-in's rows (``manetkit.experiment.plugins``) for the runs that
+    measured it; plug-ins no run measured are left out."""
+    out = {}
+    for name, plugin in PLUGINS.items():
+        rows = plugin.rows(docs)
+        if rows:
+            out[name] = rows
+    return out
+
+
+def plugin_markdown(tables: dict[str, list[dict[str, Any]]]) -> list[str]:
+    md: list[str] = []
+    for name, rows in tables.items():
+        plugin = PLUGINS[name]
+        out.show(rich_table(plugin.title, plugin.columns, rows))
+        md += [f"## {plugin.title}", "", markdown_table(plugin.columns, rows), "", plugin.note, ""]
+    return md
+
+
 def convergence_markdown(docs: list[dict[str, Any]]) -> list[str]:
     """The runs whose warm-up ended at its cap: some pair had no route when the window
     opened (a partitioned pair, or a stack that had not converged)."""
@@ -493,6 +514,8 @@ def make_report(results: Path) -> Path:
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
     variants = [r["variant"] for r in b + h]
     md += probesweep.markdown(shown, dest)
+    extra = plugin_tables(shown)
+    md += plugin_markdown(extra)
     found = goals.goals(docs)
     md += goals.goals_markdown(found, variants) + goals.papers_markdown(b, h)
     md += validity.markdown(docs) + convergence_markdown(shown)
@@ -510,6 +533,6 @@ def make_report(results: Path) -> Path:
     (dest / "README.md").write_text("\n".join(md))
     out.write(dest, "summary", {"bulk": b, "http": h, "wrk": w, "failed": failed,
                                 "goals": found, "probe_sweep": probesweep.rows(shown),
-                                "fidelity": fidelity_summary(docs)})  # fmt: skip
+                                "fidelity": fidelity_summary(docs), "metrics": extra})  # fmt: skip
     out.console.print(f"written {dest / 'README.md'}")
     return dest

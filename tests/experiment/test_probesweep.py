@@ -83,13 +83,13 @@ def test_the_interval_reaches_the_lab_proxy_config(tmp_path, monkeypatch):
     monkeypatch.delenv(stacks.PROXY_EXTRA_ENV, raising=False)
     sp = S.spec_from_dict(base(proxies=["plain", "elfn-probe0.5"]))
     plain, probe = sp.runs()
-    with execute.proxy_env(plain, tmp_path) as got:
+    with execute.proxy_env(sp, plain, tmp_path) as got:
         assert got is None and stacks.PROXY_EXTRA_ENV not in os.environ
     # a config the user gave is kept; the variant's fields win
     user = tmp_path / "mine.yaml"
     user.write_text("partition_timeout: 60\nprobe_interval: 9\n")
     monkeypatch.setenv(stacks.PROXY_EXTRA_ENV, str(user))
-    with execute.proxy_env(probe, tmp_path) as got:
+    with execute.proxy_env(sp, probe, tmp_path) as got:
         assert got == {"partition_timeout": 60, "probe": "fixed", "probe_interval": 0.5}
         extra = stacks.proxy_extra_from_env()
         cfg = parse_config(stacks.proxy_config("mkx1", "n1", "elfn", True, extra), "test")

@@ -49,7 +49,7 @@ def test_the_shipped_specs_load():
 @pytest.mark.parametrize(
     ("over", "field", "reason"),
     [
-        ({"stacks": ["dsx"]}, "stacks[0]", "Input should be"),
+        ({"stacks": ["dsx"]}, "stacks", "'dsx': Input should be"),
         ({"stacks": ["dsr", "dsr"]}, "stacks", "listed twice"),
         ({"proxies": ["elfn2"]}, "proxies[0]", "Input should be"),
         ({"speeds": [-1]}, "speeds", ">= 0"),
