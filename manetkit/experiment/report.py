@@ -489,7 +489,7 @@ def make_report(results: Path) -> Path:
     spec = results / "spec.yaml"
     if b:
         cols = with_background(with_flows(BULK_COLS, b), b)
-        out.show(rich_table("bulk TCP (iperf3)", cols, b))
+        out.show(rich_table("bulk TCP (iperf3; stream traffics)", cols, b))
         pngs = plot_goodput(b, dest) + plot_expected(shown, dest)
         md += ["## Bulk TCP", "", markdown_table(cols, b), "",
                "Expected: Holland & Vaidya eq. 3.1 over the medium's ground truth, summed over "
