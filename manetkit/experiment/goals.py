@@ -63,6 +63,12 @@ def stack_of(variant: str) -> str:
     return lab_stack(variant.split("+", 1)[0].split("@", 1)[0])
 
 
+def lab_stack_of(params: dict[str, Any]) -> str:
+    """The lab stack of a run: recorded in its params (a spec variant's: ``dsr-atra`` ->
+    ``dsr``), else from its stack's name (runs made before runs recorded it)."""
+    return params.get("lab_stack") or stack_of(params["stack"])
+
+
 def variant(params: dict[str, Any]) -> str:
     """``dsr`` or ``dsr+elfn``: the stack, and the proxy mode when there is one; ``@reno``
     when the spec ran several congestion controls."""
@@ -97,8 +103,15 @@ def _median(xs: list[tuple[float, int]]) -> float:
     return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
 
 
-def _best(by: dict[str, list], stacks: Iterable[str], low: bool = False) -> str | None:
-    got = [v for v in by if stack_of(v) in tuple(stacks)]
+def _kinds(docs: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Each variant's lab stack."""
+    return {variant(d["params"]): lab_stack_of(d["params"]) for d in docs}
+
+
+def _best(
+    by: dict[str, list], stacks: Iterable[str], kinds: dict[str, str], low: bool = False
+) -> str | None:
+    got = [v for v in by if kinds.get(v, stack_of(v)) in tuple(stacks)]
     if not got:
         return None
     return (min if low else max)(got, key=lambda v: _median(by[v]))
@@ -160,11 +173,12 @@ def goals(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         valid = ok["valid"]
         speed = cell[2]
         by = _values(valid, lambda d: d["bulk"]["goodput_kbps"])
-        ran = {stack_of(variant(d["params"])) for d in sel}  # valid or not
-        ours = _best(by, MANETKIT)
+        kinds = _kinds(sel)
+        ran = set(kinds.values())  # valid or not
+        ours = _best(by, MANETKIT, kinds)
         if speed in (10, 20):
             for peer in PEERS:
-                theirs = _best(by, (peer,))
+                theirs = _best(by, (peer,), kinds)
                 if peer not in ran and not ran & set(MANETKIT):
                     continue
                 ci = stats.ratio_ci([x for x, _ in by[ours]], [x for x, _ in by[theirs]]) \
@@ -195,10 +209,11 @@ def goals(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ok = validity.split(sel)
         excluded = {"invalid": len(ok["invalid"]), "unrecorded": len(ok["unrecorded"])}
         by = _values(ok["valid"], run_service_s)
-        ran = {stack_of(variant(d["params"])) for d in sel}
-        ours = _best(by, MANETKIT, low=True)
+        kinds = _kinds(sel)
+        ran = set(kinds.values())
+        ours = _best(by, MANETKIT, kinds, low=True)
         for peer in PEERS:
-            theirs = _best(by, (peer,), low=True)
+            theirs = _best(by, (peer,), kinds, low=True)
             if peer not in ran and not ran & set(MANETKIT):
                 continue
             ci = stats.reduction_ci([x for x, _ in by[ours]], [x for x, _ in by[theirs]]) \

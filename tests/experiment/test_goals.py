@@ -142,3 +142,17 @@ def test_the_papers_tables_beside_the_report_rows():
     assert "694 kbit/s" in papers  # Holland & Vaidya section 5.1
     assert "| 10 | 2.00 (10/1) | 1.00 (10/1) | 2.00 (10/1) | 0.50 (10/1) |" in papers
     assert goals.papers_markdown([], []) == []
+
+
+def test_a_spec_variant_counts_as_its_lab_stack():
+    """``dsr-atra`` (a spec's variant: DSR with Atra) is a manetkit stack, ``bab`` (babeld
+    with other intervals) is babeld: the runs record their lab stack."""
+    ours = cell("dsr-atra", 20, AODV)
+    theirs = cell("bab", 20, BABELD)
+    for d in ours:
+        d["params"]["lab_stack"] = "dsr"
+    for d in theirs:
+        d["params"]["lab_stack"] = "babeld"
+    g = by_goal(goals.goals(ours + theirs))[("TCP goodput >= 1.3x babeld", 20)]
+    assert g["ours"].startswith("dsr-atra median 948") and g["theirs"].startswith("bab median")
+    assert g["met"] == "met"
