@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spec(args: argparse.Namespace) -> int:
     from manetkit.bench import labrun
-    from manetkit.experiment import execute, runner, wrk
+    from manetkit.experiment import execute, runner, tcpcc, wrk
     from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
 
     spec_file = Path(args.target)
@@ -51,11 +51,12 @@ def run_spec(args: argparse.Namespace) -> int:
         console.print(f"{len(runs)} runs")
         return 0
     check_stacks_built(spec)
+    tcpcc.require(spec.congestion_control)
     if any(isinstance(t, Wrk) for t in spec.traffics):
         wrk.require()
     console.print(f"{spec.name}: {len(runs)} runs into {out}")
     # SIGTERM (and SIGINT in a background job) must still bring the current run's lab down
-    with labrun.term_as_interrupt():
+    with labrun.term_as_interrupt(), tcpcc.allowing(spec.congestion_control):
         res = runner.run_matrix(
             spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
             keep_work=args.keep_work,
