@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from manetkit.daemon.engines.aodv_routes import INVALID, VALID
+from manetkit.daemon.engines.aodv.routes import INVALID, VALID
 from manetkit.daemon.wire import aodv
 from tests.daemon.aodvsim import addr, chain, data, loop_free, network, payload_id
 

@@ -11,16 +11,16 @@ import asyncio
 import socket
 from ipaddress import IPv4Address
 
-from manetkit.daemon.engines import dsr as dsr_engine
+from manetkit.daemon.engines.dsr import engine as dsr_engine
 from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
-from manetkit.daemon.engines.aodv_routes import INVALID, VALID, RouteTable
+from manetkit.daemon.engines.aodv.routes import INVALID, VALID, RouteTable
 from manetkit.daemon.engines.atra.pre import MAX_SOURCES, PreTable
 from manetkit.daemon.engines.atra.srp import MAX_PINS, SrpTable
 from manetkit.daemon.engines.base import SendFrame, TxFailed
-from manetkit.daemon.engines.bus import MAX_NOTICES, BusSettings, BusState
+from manetkit.daemon.engines.shared.bus import MAX_NOTICES, BusSettings, BusState
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
-from manetkit.daemon.engines.routecache import RouteCache
-from manetkit.daemon.engines.smr import _REMEMBERED, SmrConfig, SmrEngine
+from manetkit.daemon.engines.dsr.cache import RouteCache
+from manetkit.daemon.engines.smr.engine import _REMEMBERED, SmrConfig, SmrEngine
 from manetkit.daemon.linksense.hello import HelloBackend
 from manetkit.daemon.linksense.hysteresis import Down, LinkMonitor
 from manetkit.daemon.neighbours import NeighbourTable
@@ -357,7 +357,7 @@ def test_smr_copies_of_one_request_forwarded_at_most_eight_times():
     """SMR forwards later copies of a request from other neighbours (III-A); those do
     not count against DSR's forwarding limit, so forged previous hops could make it
     rebroadcast one request without end: at most ``_MAX_COPY_FORWARDS``."""
-    from manetkit.daemon.engines.smr import _MAX_COPY_FORWARDS
+    from manetkit.daemon.engines.smr.engine import _MAX_COPY_FORWARDS
 
     eng = SmrEngine(ME, SmrConfig(seed=1, broadcast_jitter_ms=0), NeighbourTable())
     init, target = IPv4Address("10.42.0.7"), IPv4Address("10.42.0.200")

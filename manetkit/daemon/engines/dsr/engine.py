@@ -60,7 +60,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from manetkit import events as ev
 from manetkit.daemon.engines.atra.config import AtraConfig
-from manetkit.daemon.engines.atra.dsrhooks import DsrAtraHooks
+from manetkit.daemon.engines.dsr.atra import DsrAtraHooks
 from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (
     Deliver,
@@ -74,7 +74,7 @@ from manetkit.daemon.engines.base import (
     SignalSample,
     TxFailed,
 )
-from manetkit.daemon.engines.bus import (
+from manetkit.daemon.engines.shared.bus import (
     BusSettings,
     BusState,
     FlowKey,
@@ -82,7 +82,7 @@ from manetkit.daemon.engines.bus import (
     flow_key,
     tcp_fields,
 )
-from manetkit.daemon.engines.routecache import Path, RouteCache
+from manetkit.daemon.engines.dsr.cache import Path, RouteCache
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer, SendBufferSettings
 from manetkit.daemon.wire import dsr, ipv4

@@ -12,9 +12,9 @@ DSR's named extension points where SMR's rules differ:
   than the first copy's (:meth:`SmrEngine._request_seen`).
 - III-A, V-B the destination replies at once to the first copy (shortest delay), waits
   ``reply_wait_ms`` collecting copies, then replies along ``paths - 1`` more chosen by
-  the mode's criterion (:func:`~manetkit.daemon.engines.pathselect.select_replies`).
+  the mode's criterion (:func:`~manetkit.daemon.engines.smr.pathselect.select_replies`).
 - IV/V the source keeps ``paths`` routes per destination
-  (:class:`~manetkit.daemon.engines.pathselect.PathSet`): ``concurrent`` sends packets
+  (:class:`~manetkit.daemon.engines.smr.pathselect.PathSet`): ``concurrent`` sends packets
   round robin over them; ``backup1`` makes a shorter second reply the primary;
   ``backup2`` never swaps. On a break the source moves to a backup at once
   (:class:`~manetkit.events.PathSwitch`) and asks again only when every path is
@@ -41,9 +41,9 @@ from pydantic import Field, model_validator
 
 from manetkit import events as ev
 from manetkit.daemon.engines.base import Notify
-from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine, _Discovery
-from manetkit.daemon.engines.pathselect import Mode, PathSet, Switch, select_replies
-from manetkit.daemon.engines.routecache import Path
+from manetkit.daemon.engines.dsr.engine import DsrConfig, DsrEngine, _Discovery
+from manetkit.daemon.engines.smr.pathselect import Mode, PathSet, Switch, select_replies
+from manetkit.daemon.engines.dsr.cache import Path
 from manetkit.daemon.neighbours import NeighbourTable
 
 _REMEMBERED = 256  # request copies / answered requests remembered (bounded state)

@@ -136,6 +136,6 @@ class AodvAtraHooks(_Base):
 
 
 def aodv_seq_next(seq: int) -> int:
-    from manetkit.daemon.engines.aodv_routes import seq_next
+    from manetkit.daemon.engines.aodv.routes import seq_next
 
     return seq_next(seq)

@@ -30,7 +30,7 @@ from manetkit.daemon.wire import dsr, ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
 if TYPE_CHECKING:
-    from manetkit.daemon.engines.routecache import Path
+    from manetkit.daemon.engines.dsr.cache import Path
 
     _Base = Any
 else:
@@ -87,7 +87,7 @@ class DsrAtraHooks(_Base):
                 self._atra_rediscover(now, d)
 
     def _atra_rediscover(self, now: float, dst: IPv4Address) -> None:
-        from manetkit.daemon.engines.dsr import _TIMER_DISCOVERY, _Discovery
+        from manetkit.daemon.engines.dsr.engine import _TIMER_DISCOVERY, _Discovery
 
         if dst in self._discoveries:
             return

@@ -56,7 +56,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from manetkit import events as ev
-from manetkit.daemon.engines.aodv_routes import (
+from manetkit.daemon.engines.aodv.routes import (
     REPAIRING,
     VALID,
     Route,
@@ -65,7 +65,7 @@ from manetkit.daemon.engines.aodv_routes import (
     seq_newer,
     seq_next,
 )
-from manetkit.daemon.engines.atra.aodvhooks import AodvAtraHooks
+from manetkit.daemon.engines.aodv.atra import AodvAtraHooks
 from manetkit.daemon.engines.atra.config import AtraConfig
 from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (
@@ -80,7 +80,7 @@ from manetkit.daemon.engines.base import (
     TxFailed,
     failed_packet_fields,
 )
-from manetkit.daemon.engines.bus import (
+from manetkit.daemon.engines.shared.bus import (
     BusSettings,
     BusState,
     flow_from_fields,

@@ -1,0 +1,5 @@
+"""AODV (RFC 3561), composed from one module per concern (see :mod:`.engine`)."""
+
+from manetkit.daemon.engines.aodv.engine import AodvConfig, AodvEngine
+
+__all__ = ["AodvConfig", "AodvEngine"]
