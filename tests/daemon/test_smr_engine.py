@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from manetkit import events
 from manetkit.daemon.engines.dsr import DsrEngine
-from manetkit.daemon.engines.smr.pathselect import Mode, PathSet
 from manetkit.daemon.engines.smr.engine import _REMEMBERED, SmrConfig, SmrEngine
+from manetkit.daemon.engines.smr.pathselect import Mode, PathSet
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import A, first, udp_packet
 from tests.daemon.enginesim import Sim

@@ -11,15 +11,15 @@ import asyncio
 import socket
 from ipaddress import IPv4Address
 
-from manetkit.daemon.engines.dsr import engine as dsr_engine
 from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
 from manetkit.daemon.engines.aodv.routes import INVALID, VALID, RouteTable
 from manetkit.daemon.engines.atra.pre import MAX_SOURCES, PreTable
 from manetkit.daemon.engines.atra.srp import MAX_PINS, SrpTable
 from manetkit.daemon.engines.base import SendFrame, TxFailed
-from manetkit.daemon.engines.shared.bus import MAX_NOTICES, BusSettings, BusState
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
+from manetkit.daemon.engines.dsr import engine as dsr_engine
 from manetkit.daemon.engines.dsr.cache import RouteCache
+from manetkit.daemon.engines.shared.bus import MAX_NOTICES, BusSettings, BusState
 from manetkit.daemon.engines.smr.engine import _REMEMBERED, SmrConfig, SmrEngine
 from manetkit.daemon.linksense.hello import HelloBackend
 from manetkit.daemon.linksense.hysteresis import Down, LinkMonitor

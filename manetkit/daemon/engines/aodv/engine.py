@@ -56,6 +56,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from manetkit import events as ev
+from manetkit.daemon.engines.aodv.atra import AodvAtraHooks
 from manetkit.daemon.engines.aodv.routes import (
     REPAIRING,
     VALID,
@@ -65,7 +66,6 @@ from manetkit.daemon.engines.aodv.routes import (
     seq_newer,
     seq_next,
 )
-from manetkit.daemon.engines.aodv.atra import AodvAtraHooks
 from manetkit.daemon.engines.atra.config import AtraConfig
 from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (

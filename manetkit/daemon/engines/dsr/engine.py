@@ -60,7 +60,6 @@ from pydantic import ConfigDict, Field, model_validator
 
 from manetkit import events as ev
 from manetkit.daemon.engines.atra.config import AtraConfig
-from manetkit.daemon.engines.dsr.atra import DsrAtraHooks
 from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (
     Deliver,
@@ -74,6 +73,8 @@ from manetkit.daemon.engines.base import (
     SignalSample,
     TxFailed,
 )
+from manetkit.daemon.engines.dsr.atra import DsrAtraHooks
+from manetkit.daemon.engines.dsr.cache import Path, RouteCache
 from manetkit.daemon.engines.shared.bus import (
     BusSettings,
     BusState,
@@ -82,7 +83,6 @@ from manetkit.daemon.engines.shared.bus import (
     flow_key,
     tcp_fields,
 )
-from manetkit.daemon.engines.dsr.cache import Path, RouteCache
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer, SendBufferSettings
 from manetkit.daemon.wire import dsr, ipv4

@@ -41,9 +41,9 @@ from pydantic import Field, model_validator
 
 from manetkit import events as ev
 from manetkit.daemon.engines.base import Notify
+from manetkit.daemon.engines.dsr.cache import Path
 from manetkit.daemon.engines.dsr.engine import DsrConfig, DsrEngine, _Discovery
 from manetkit.daemon.engines.smr.pathselect import Mode, PathSet, Switch, select_replies
-from manetkit.daemon.engines.dsr.cache import Path
 from manetkit.daemon.neighbours import NeighbourTable
 
 _REMEMBERED = 256  # request copies / answered requests remembered (bounded state)
