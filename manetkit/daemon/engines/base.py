@@ -35,7 +35,7 @@ which address sent a frame (e.g. the previous hop of a DSR source route).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
@@ -107,6 +107,40 @@ class Dropped:
 
 Action = SendFrame | Deliver | Notify | Dropped
 
+
+class Outbox:
+    """One engine's outputs, in the order its components produced them, until the shell
+    drains them. Every component of an engine writes to the same outbox, so the order
+    of outputs is the order of the protocol's decisions."""
+
+    __slots__ = ("queue", "counters")
+
+    def __init__(self, counters: Counter[str]) -> None:
+        self.queue: deque[Action] = deque()
+        self.counters = counters  # the engine's counters (``drop-<reason>``)
+
+    def send(self, next_hop: IPv4Address | None, packet: bytes) -> None:
+        self.queue.append(SendFrame(next_hop, packet))
+
+    def deliver(self, packet: bytes) -> None:
+        self.queue.append(Deliver(packet))
+
+    def notify(self, event: Event) -> None:
+        self.queue.append(Notify(event))
+
+    def drop(self, reason: str, packet: bytes | bytearray | memoryview) -> None:
+        """Give up on ``packet``: counted as ``drop-<reason>``."""
+        self.counters[f"drop-{reason}"] += 1
+        self.queue.append(Dropped(reason, bytes(packet)))
+
+    def sent_since(self, mark: int) -> list[SendFrame]:
+        """The frames sent since the queue held ``mark`` outputs (``len(queue)``)."""
+        return [a for a in list(self.queue)[mark:] if isinstance(a, SendFrame)]
+
+    def next_event(self) -> Action | None:
+        return self.queue.popleft() if self.queue else None
+
+
 # --- link-sensing inputs ---------------------------------------------------------
 
 
@@ -157,11 +191,13 @@ class RoutingEngine(ABC):
     is_control_frame: Callable[[bytes], bool] | None = None
 
     def __init__(self) -> None:
-        self._actions: deque[Action] = deque()
+        self.counters: Counter[str] = Counter()
+        self.out = Outbox(self.counters)
+        self._actions = self.out.queue
 
     # -- output side
     def next_action(self) -> Action | None:
-        return self._actions.popleft() if self._actions else None
+        return self.out.next_event()
 
     def _emit(self, action: Action) -> None:
         self._actions.append(action)
