@@ -12,7 +12,7 @@ import socket
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
-from manetkit.daemon.engines.aodv.routes import INVALID, VALID, RouteTable
+from manetkit.daemon.engines.aodv.routetable import INVALID, VALID, RouteTable
 from manetkit.daemon.engines.atra.pre import MAX_SOURCES, PreTable
 from manetkit.daemon.engines.atra.srp import MAX_PINS, SrpTable
 from manetkit.daemon.engines.base import SendFrame, TxFailed

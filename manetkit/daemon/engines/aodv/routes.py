@@ -1,98 +1,54 @@
-"""AODV's route table: entries, sequence-number arithmetic and the freshness rule.
+"""What an AODV node knows about routes: its route table (:mod:`.routetable`) as the
+engine feeds and invalidates it (RFC 3561 6.2, 6.7, 6.11).
 
-Pure data with explicit ``now`` (RFC 3561 sections 2, 6.1, 6.2, 6.7, 6.11); the engine
-(:mod:`manetkit.daemon.engines.aodv`) decides what an update means (route-up, released
-packets, RERRs). Entries are keyed by the destination's packed 4 bytes, since the data
-path looks them up straight from the packet bytes.
-
-Bounded (issue 12, docs/security.md): at most ``capacity`` entries (``route_table_size``);
-a new destination beyond that evicts, among the entries not being repaired, an INVALID
-one first (it only keeps a sequence number), then a VALID one never heard of again
-since the message that created it (a one-off reverse route, 6.5: what a forged-source
-flood makes), then any VALID one; within each group the one whose lifetime ends first
-(the least recently used: use refreshes lifetimes, 6.2). Silent like a lifetime
-expiry; counted in ``evicted``. Forged RREQs with made-up originators therefore cannot
-grow the table, and they churn among themselves rather than push out neighbours that
-keep being heard.
+- An update (a RREQ's reverse route, a RREP's forward route, a Hello's neighbour route)
+  replaces an entry only with fresher information (6.2), the cost by the path metric;
+  a route that becomes valid is reported to the engine (route-up, the send buffer).
+- A control packet from a neighbour makes a one-hop route to it (6.5, 6.7).
+- Invalidation (break or lifetime expiry) marks an entry invalid, kept for its
+  sequence number until DELETE_PERIOD (6.11). Any invalidation increments the
+  destination sequence number (6.1 allows it "when the path expires or breaks"), so a
+  node whose route expired never accepts a route back through an upstream node that
+  still holds the old number: no loop (AODV-UU does the same). Expiry is silent (no
+  route-down): an idle route is not a break, and the proxy must not freeze a flow
+  because of it.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable
 from ipaddress import IPv4Address
+from typing import Any
+
+from manetkit import events as ev
+from manetkit.daemon.engines.aodv.config import AodvConfig
+from manetkit.daemon.engines.aodv.deadline import Deadline
+from manetkit.daemon.engines.aodv.routetable import VALID, Route, RouteState, RouteTable
+from manetkit.daemon.engines.base import Outbox
+from manetkit.daemon.engines.shared.metric import PathMetric
 
 
-class RouteState(enum.StrEnum):
-    """RFC 3561 section 2: a route is valid, invalid (kept for its sequence number until
-    DELETE_PERIOD), or being repaired locally (6.12)."""
-
-    VALID = "valid"
-    INVALID = "invalid"
-    REPAIRING = "repairing"
-
-
-VALID, INVALID, REPAIRING = RouteState.VALID, RouteState.INVALID, RouteState.REPAIRING
-
-
-def seq_newer(a: int, b: int) -> bool:
-    """a is newer than b in signed 32-bit arithmetic (RFC 3561 6.1)."""
-    return 0 < ((a - b) & 0xFFFFFFFF) < 0x80000000
-
-
-def seq_next(a: int) -> int:
-    """a + 1, skipping 0 (which means "unknown", RFC 3561 6.1)."""
-    return (a + 1) & 0xFFFFFFFF or 1
-
-
-@dataclass(slots=True, eq=False)
-class Route:
-    """One route table entry (RFC 3561 section 2 "route table entry" fields)."""
-
-    dst: IPv4Address
-    next_hop: IPv4Address
-    hops: int
-    seq: int
-    valid_seq: bool
-    expires: float  # VALID: lifetime end; INVALID: deletion time (DELETE_PERIOD)
-    state: RouteState = VALID
-    precursors: set[IPv4Address] = field(default_factory=set)
-    dst_b: bytes = b""
-    next_hop_b: bytes = b""
-    created: float = 0.0
-    confirmed: bool = False  # updated again after the moment it was created (eviction)
-
-    def __post_init__(self) -> None:
-        self.dst_b = self.dst.packed
-        self.next_hop_b = self.next_hop.packed
-
-    def set_next_hop(self, next_hop: IPv4Address, hops: int) -> None:
-        self.next_hop, self.next_hop_b, self.hops = next_hop, next_hop.packed, hops
-
-
-class RouteTable:
-    """The entries of one node, with the 6.2 update rule and 6.11 expiry."""
-
-    def __init__(self, capacity: int = 1024) -> None:
-        self.capacity = capacity
-        self.evicted = 0
-        self._routes: dict[bytes, Route] = {}
-
-    def __len__(self) -> int:
-        return len(self._routes)
-
-    def __iter__(self) -> Iterator[Route]:
-        return iter(list(self._routes.values()))
-
-    def get(self, dst: bytes) -> Route | None:
-        """The entry for the packed address ``dst`` (any state)."""
-        return self._routes.get(dst)
-
-    def valid(self, dst: bytes) -> Route | None:
-        """The entry for ``dst`` if it is VALID (the data path's lookup)."""
-        r = self._routes.get(dst)
-        return r if r is not None and r.state is VALID else None
+class Routes:
+    def __init__(
+        self,
+        address: IPv4Address,
+        config: AodvConfig,
+        metric: PathMetric,
+        deadline: Deadline,
+        out: Outbox,
+        counters: Counter[str],
+        became_valid: Callable[[float, Route, RouteState | None], None],
+    ) -> None:
+        self.address = address
+        self.table = RouteTable(config.route_table_size)
+        self.metric = metric
+        self.deadline = deadline
+        self.out = out
+        self.counters = counters
+        self.became_valid = became_valid  # the engine's route-up
+        self.active_route_timeout = config.active_route_timeout_ms / 1000
+        self.delete_period = config.delete_period_ms / 1000
 
     def update(
         self,
@@ -102,102 +58,48 @@ class RouteTable:
         hops: int,
         seq: int,
         lifetime: float,
-    ) -> tuple[Route, RouteState | None] | None:
-        """Create or update the route to ``dst`` if the information is fresher (6.2, 6.7).
+    ) -> tuple[Route, bool]:
+        """Create or update the route to ``dst`` if the information is fresher (6.2, 6.7;
+        the rule is :meth:`RouteTable.update`). Returns (entry, changed). The cost is
+        the advertised one (the hop count the message carries) plus the link's."""
+        cost = (hops - 1) + self.metric.link_cost(now, self.address, next_hop)
+        got = self.table.update(now, dst, next_hop, hops, seq, lifetime, cost)
+        if got is None:
+            return self.table.get(dst.packed), False  # type: ignore[return-value]
+        r, was = got
+        self._valid(now, r, was)
+        return r, True
 
-        Fresher: our number for ``dst`` is unknown, or ``seq`` is newer, or equal with our
-        entry invalid or longer. Returns (entry, state before: None when new), or None
-        when nothing changed. The lifetime only grows while the entry stays valid.
-        """
-        r = self._routes.get(dst.packed)
-        if r is not None and now > r.created:
-            r.confirmed = True
-        if r is None:
-            r = Route(dst, next_hop, hops, seq, True, now + lifetime, created=now)
-            self._make_room()
-            self._routes[r.dst_b] = r
-            return r, None
-        if not (
-            not r.valid_seq
-            or seq_newer(seq, r.seq)
-            or (seq == r.seq and (r.state is not VALID or hops < r.hops))
-        ):
-            return None
-        was = r.state
-        r.seq = seq
-        r.valid_seq = True
-        r.set_next_hop(next_hop, hops)
-        t = now + lifetime
-        if r.state is not VALID or r.expires < t:
-            r.expires = t
-        r.state = VALID
-        return r, was
+    def touch_neighbour(self, now: float, nb: IPv4Address) -> Route:
+        """6.5/6.7: a route to the neighbour that sent a control packet (1 hop)."""
+        cost = self.metric.link_cost(now, self.address, nb)
+        r, was = self.table.touch_neighbour(now, nb, self.active_route_timeout, cost)
+        self._valid(now, r, was)
+        return r
 
-    def touch_neighbour(
-        self, now: float, nb: IPv4Address, lifetime: float
-    ) -> tuple[Route, RouteState | None] | tuple[Route, RouteState]:
-        """6.5/6.7: a one-hop route to the neighbour that sent a control packet.
+    def _valid(self, now: float, r: Route, was: RouteState | None) -> None:
+        self.deadline.lower(r.expires)
+        if was is not VALID:
+            self.became_valid(now, r, was)
 
-        Returns (entry, state before: None when new). A route that was not valid, or
-        went through another node, becomes the direct one without a known sequence number
-        (our number for it was bumped by us, not by ``nb``).
-        """
-        r = self._routes.get(nb.packed)
-        t = now + lifetime
-        if r is not None and now > r.created:
-            r.confirmed = True
-        if r is None:
-            r = Route(nb, nb, 1, 0, False, t, created=now)
-            self._make_room()
-            self._routes[r.dst_b] = r
-            return r, None
-        was = r.state
-        if r.state is not VALID or r.next_hop != nb:
-            if r.state is not VALID:
-                r.valid_seq = False
-            r.set_next_hop(nb, 1)
-            r.state = VALID
-            r.expires = t
-        elif r.expires < t:
-            r.expires = t
-        return r, was
+    def invalidate(
+        self, now: float, r: Route, reason: str, notify: dict[str, Any] | None = None
+    ) -> None:
+        """Mark ``r`` invalid, deleted after DELETE_PERIOD (6.11); route-down."""
+        self.table.invalidate(r, now + self.delete_period)
+        self.deadline.lower(r.expires)
+        fields: dict[str, Any] = {"dst": str(r.dst), "next_hop": str(r.next_hop), "reason": reason}
+        if notify:
+            fields.update(notify)
+        self.out.notify(ev.RouteDown(**fields))
 
-    def _make_room(self) -> None:
-        """At capacity: evict an INVALID entry, else an unconfirmed VALID one, else any
-        VALID one, the soonest-expiring of the group (never one being repaired). O(n),
-        only when full."""
-        if len(self._routes) < self.capacity:
-            return
-        victims = [r for r in self._routes.values() if r.state is not REPAIRING]
-        if not victims:
-            return  # every entry under repair: bounded by the discoveries
-        v = min(victims, key=lambda r: (r.state is VALID, r.confirmed, r.expires))
-        del self._routes[v.dst_b]
-        self.evicted += 1
+    def expire(self, now: float) -> None:
+        # Lifetime over (6.11 "expires"): invalid with the number bumped (6.1), then gone.
+        expired = self.table.expire(now, self.delete_period)
+        if expired:
+            self.counters["routes-expired"] += expired
 
-    def invalidate(self, r: Route, delete_at: float) -> None:
-        """6.11: invalid, kept (for its sequence number) until ``delete_at``."""
-        r.state = INVALID
-        r.expires = delete_at
-
-    def expire(self, now: float, delete_period: float) -> int:
-        """Lifetimes that are over: a VALID entry becomes INVALID with its number bumped
-        (6.1 "when the path expires"), an INVALID one is deleted; REPAIRING entries wait
-        for their repair. Returns how many valid routes expired."""
-        expired = 0
-        for key, r in list(self._routes.items()):
-            if r.expires > now or r.state is REPAIRING:
-                continue
-            if r.state is VALID:
-                r.state = INVALID
-                if r.valid_seq:
-                    r.seq = seq_next(r.seq)
-                r.precursors.clear()
-                r.expires = now + delete_period
-                expired += 1
-            else:
-                del self._routes[key]
-        return expired
-
-    def next_expiry(self) -> float | None:
-        return min((r.expires for r in self._routes.values()), default=None)
+    def upstream(self, src: bytes) -> IPv4Address | None:
+        """The next hop towards ``src`` (packed; a flow's source), if the route is valid."""
+        r = self.table.get(src)
+        return r.next_hop if r is not None and r.state is VALID else None
