@@ -55,11 +55,6 @@ def addr(i: int) -> IPv4Address:
     return IPv4Address(f"10.42.0.{i}")
 
 
-def _outputs(engine: Any) -> Callable[[], Any]:
-    """The engine's output drain, whichever name the core contract gives it."""
-    return getattr(engine, "next_event", None) or engine.next_action
-
-
 def record(out: Any) -> str:
     """One output as a line, independent of the output classes' names."""
     if hasattr(out, "event"):
@@ -81,8 +76,7 @@ class TraceSim(Sim):
 
     def _drain(self, node: IPv4Address) -> None:
         eng = self.engines[node]
-        take = _outputs(eng)
-        while (a := take()) is not None:
+        while (a := eng.next_event()) is not None:
             self.trace.append(f"{self.now:.6f} {node} {record(a)}")
             if hasattr(a, "event"):
                 self.notified[node].append(a)

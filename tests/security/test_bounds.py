@@ -48,7 +48,7 @@ def mac(i: int) -> bytes:
 
 def drain(eng) -> list:
     out = []
-    while (a := eng.next_action()) is not None:
+    while (a := eng.next_event()) is not None:
         out.append(a)
     return out
 
@@ -293,10 +293,14 @@ def test_link_monitor_and_hello_stations_bounded():
         mon.heard(float(i), mac(i))
     mon.tx_failed(3.0, mac(1))
     mon.tx_failed(3.1, mac(1))  # mac(1) is down now
-    out = mon.heard(4.0, mac(3))
+    while mon.next_event() is not None:
+        pass
+    mon.heard(4.0, mac(3))
+    out = list(iter(mon.next_event, None))
     assert mon.evicted == 1 and not mon.is_up(mac(1)) and mon.signal(mac(1)) is None
     assert not any(isinstance(d, Down) for d in out)  # a down link went silently
-    out = mon.heard(5.0, mac(4))  # all up: the one heard least recently goes Down
+    mon.heard(5.0, mac(4))  # all up: the one heard least recently goes Down
+    out = list(iter(mon.next_event, None))
     assert Down(mac(0), "evicted") in out and mon.evicted == 2
     for i in range(5, 2000):
         mon.heard(float(i), mac(i))
