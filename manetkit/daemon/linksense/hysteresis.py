@@ -16,7 +16,7 @@ The rules (docs/daemon.md "Link sensing"):
   - or at once on the backend's explicit evidence (nl80211 "no such station");
   - it is up again when it is heard again;
   - a frame the link admission policy refuses does not count as hearing the neighbour
-    (:mod:`manetkit.daemon.engines.shared.admission`; the default, ``min_signal_dbm``,
+    (:mod:`manetkit.daemon.admission`; the default, ``min_signal_dbm``,
     ignores stations weaker than the floor: gray-zone neighbours).
 Any successful hearing resets the consecutive failure count.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from manetkit.daemon.engines.shared.admission import LinkAdmission, SignalFloor
+from manetkit.daemon.admission import LinkAdmission, SignalFloor
 
 
 @dataclass(frozen=True, slots=True)

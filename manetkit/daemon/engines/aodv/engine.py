@@ -27,7 +27,7 @@ shared NeighbourTable the neighbour's MAC; any invalidation increments the desti
 sequence number (:mod:`.routes`); a unicast frame that 802.11 gave up on is a link
 break, like ``LinkDown`` (:mod:`.maintenance`); route lifetime expiry is silent.
 
-The link admission policy (:mod:`manetkit.daemon.engines.shared.admission`) and the
+The link admission policy (:mod:`manetkit.daemon.admission`) and the
 path metric (:mod:`manetkit.daemon.engines.shared.metric`) are plug-ins; their
 defaults (admit every link, hop count) are RFC 3561's behaviour.
 """
@@ -38,6 +38,7 @@ from ipaddress import IPv4Address
 from typing import Any
 
 from manetkit import events as ev
+from manetkit.daemon.admission import ADMIT_ALL, LinkAdmission
 from manetkit.daemon.engines.aodv.atra import AodvAtra
 from manetkit.daemon.engines.aodv.bus import AodvBus, notices
 from manetkit.daemon.engines.aodv.config import AodvConfig
@@ -67,7 +68,6 @@ from manetkit.daemon.engines.base import (
     SignalSample,
     TxFailed,
 )
-from manetkit.daemon.engines.shared.admission import ADMIT_ALL, LinkAdmission
 from manetkit.daemon.engines.shared.bus import Bus
 from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
 from manetkit.daemon.neighbours import NeighbourTable

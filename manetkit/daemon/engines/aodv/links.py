@@ -7,7 +7,7 @@
   a RREP-ACK within NEXT_HOP_WAIT, or to which a RREP could not be delivered, is
   blacklisted for BLACKLIST_TIMEOUT: its RREQs are ignored.
 - Admission: whether a link a RREQ or Hello arrived over may build routes
-  (:mod:`manetkit.daemon.engines.shared.admission`).
+  (:mod:`manetkit.daemon.admission`).
 - The daemon's shared :class:`~manetkit.daemon.neighbours.NeighbourTable` (address to
   MAC, for the shell).
 """
@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Iterator
 from ipaddress import IPv4Address
 
+from manetkit.daemon.admission import LinkAdmission
 from manetkit.daemon.engines.aodv.deadline import Deadline
-from manetkit.daemon.engines.shared.admission import LinkAdmission
 from manetkit.daemon.neighbours import NeighbourTable
 
 

@@ -24,7 +24,7 @@ The engine itself feeds the inputs to them and reacts where concerns meet: a rou
 learnt to a destination something waits for (route-up, the send buffer released, a
 TCP-BuS pivot repaired), a discovery that gave up (route-down), a link event.
 
-The link admission policy (:mod:`manetkit.daemon.engines.shared.admission`) and the
+The link admission policy (:mod:`manetkit.daemon.admission`) and the
 path metric (:mod:`manetkit.daemon.engines.shared.metric`) are plug-ins; their
 defaults (admit every link, hop count) are RFC 4728's behaviour.
 """
@@ -38,6 +38,7 @@ from ipaddress import IPv4Address
 from typing import Any
 
 from manetkit import events as ev
+from manetkit.daemon.admission import ADMIT_ALL, LinkAdmission
 from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.base import (
     LinkDown,
@@ -64,7 +65,6 @@ from manetkit.daemon.engines.dsr.signalling import BROADCAST, Signalling
 from manetkit.daemon.engines.dsr.strategy import PathStrategy, SingleRoute
 from manetkit.daemon.engines.dsr.timers import Timer, Timers
 from manetkit.daemon.engines.shared.addresses import AddressMemo
-from manetkit.daemon.engines.shared.admission import ADMIT_ALL, LinkAdmission
 from manetkit.daemon.engines.shared.bus import Bus
 from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
 from manetkit.daemon.neighbours import NeighbourTable

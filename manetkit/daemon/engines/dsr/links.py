@@ -11,7 +11,7 @@
   Error still carry the old route; without the hold the node that detected the break
   re-learnt the dead link from them. Bounded (forged Route Errors can name any link).
 - Admission: whether a link a control packet arrived over may build routes
-  (:mod:`manetkit.daemon.engines.shared.admission`).
+  (:mod:`manetkit.daemon.admission`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
+from manetkit.daemon.admission import LinkAdmission
 from manetkit.daemon.engines.dsr.cache import Path
-from manetkit.daemon.engines.shared.admission import LinkAdmission
 from manetkit.daemon.neighbours import NeighbourTable
 
 MAX_HELD = 1024  # held links; at the bound the one whose hold ends first goes

@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 from ipaddress import IPv4Address
 
+from manetkit.daemon.admission import ADMIT_ALL, LinkAdmission
 from manetkit.daemon.engines.dsr.engine import DsrEngine
-from manetkit.daemon.engines.shared.admission import ADMIT_ALL, LinkAdmission
 from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
 from manetkit.daemon.engines.smr.config import SmrConfig
 from manetkit.daemon.engines.smr.strategy import SmrStrategy
