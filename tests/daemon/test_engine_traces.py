@@ -2,9 +2,12 @@
 
 Each case of :mod:`tests.daemon.enginetrace` (DSR, SMR in each mode, AODV, each with
 TCP-BuS and Atra on and off) runs a seeded ten-node mobile scenario and hashes the full
-trace: every frame's bytes, delivery, event, drop and timer. A mismatch means a
-behaviour change: write both traces (``python3 -m tests.daemon.enginetrace DIR`` on
-the old and the new code) and diff them.
+trace: every frame's bytes, delivery, event, drop and timer. The hashes were recorded
+before the engines were recomposed from components, and once more when the control
+packets the daemon originates were marked DSCP CS6 (the two traces differed only in
+the TOS byte and header checksum of control packets). A mismatch means a behaviour
+change: write both traces (``python3 -m tests.daemon.enginetrace DIR`` on the old and
+the new code) and diff them.
 """
 
 from __future__ import annotations
@@ -14,24 +17,24 @@ import pytest
 from tests.daemon.enginetrace import CASES, digest
 
 EXPECTED = {
-    "dsr": "5760051498510af6a45c48b5c72dc083d2fa363538cf804381b659f9fa08d0ea",
-    "dsr-options": "f6f1a24eab42e3e300e933ec1a6dfc8dc37e1fe220d53f2e9aa5813b6cb6e8a6",
-    "dsr-no-grat": "96cd2eb83f2fa816c47cd8289ae6c5196ce24e4f95f7328c30f62fa54b5d06f5",
-    "dsr-bus": "6e2bc47efdefa0933fb0934d43173f400e8b72d15ae5bcd3b565b20b68a5b848",
-    "dsr-atra": "5a2cdd75d5290e44fc7c08959e8a69544c0f5ffe54b15fb9eb57a583633661bf",
-    "dsr-atra-rfp": "d72ec7abec8a5f82c2bf874f3eba303d63f0eaabca0a02f7a43814944229ae1a",
-    "dsr-atra-bus": "52d6d1ddfdd035c404510d333cf198d41610974dcfce1f31710bb1a3ddd9d1a7",
-    "smr-backup1": "1b9d5b2c7d7dd686da3046e370bfdf07da48bdbac271a4e61dcb931dd6c74ea8",
-    "smr-backup2": "1947ab353e41d8b37c6b7985be7bd77b8f5af37aca67257ee3d3e5a88cd08545",
-    "smr-concurrent": "dc5a5390fff21b03016a81cb688b1fad844b33e053dfd34f452bb2e8b1c846c7",
-    "smr-any-broken": "195c9fbc350ec836da1dfb9ded3493692dc043badb6cf56cf9a3a2c8d92d85f3",
-    "smr-atra": "8a346ccd94d56e0fed2ef86d31af9434b5981c6a511ee807811e72ce918faed3",
-    "aodv": "eb390c7e165dc4e3276be10dd4f672d71259ece6b58d1b200387c555d915a2e7",
-    "aodv-options": "65dae8da0d9872b63ee7b3064539db9aec11ae747811f807932d4f06e9838876",
-    "aodv-dest-only": "6ae87f945c664f1d1f6608fd072302e30d6c8ba3446761c1936fc144fe03c01b",
-    "aodv-bus": "77f38a0a66d75a9087cad1f9ff453028d88415ce9ed4b4370bb22eb6217d2d94",
-    "aodv-atra": "5dfd68df4722b6790a0fb6e6c24127206dbe11aa696764bbbbaa6a2c83cba54d",
-    "aodv-atra-bus": "2df8c0f56cebc82dd43ebb5afcbc6577b7d82ef61148f999ac71dfa0d04110c9",
+    "dsr": "79ff2cf331e0a2d16f62208bd4b74a1ae76fdcdf52a673351ac3a5b1740ce421",
+    "dsr-options": "4a4e76c1919923a4df0282b28c27e7fe14508b5fe84e58912513ea6b252c1aa4",
+    "dsr-no-grat": "acfb196eb3b69c108f745a84a4630568c2b28bb521dab4d455542cf7fd3ecdfc",
+    "dsr-bus": "02e3159a7ff537f98505c82c3cc1d86500c99551b9cd41f997fb70dded54075d",
+    "dsr-atra": "a0e1325c3cd1390926b7cb7a5d950e80bfda69e2fe639a03ab978609598c5556",
+    "dsr-atra-rfp": "d63f7d3c137464fcc56d82ae6326245a9d22981b09d7ab8ba7e8172a4d60a865",
+    "dsr-atra-bus": "abfb42692f23eb81b97dbeccbc218b956066ad0f184fdcabc597958d3b2bc959",
+    "smr-backup1": "06332a6bbc55736a96d30bd6d4f4e77185eae087c138d02f707ed2a9812ac06b",
+    "smr-backup2": "18fe758c50fb0bce0ed3589c7298de8480e723a59de19f6b12a25dd5043d7efe",
+    "smr-concurrent": "27550f893d0bb34186bd65f7f104d228ac08f1724cf031682080dda9b7804e3e",
+    "smr-any-broken": "bff4d04866c01a8fc45be76cd7b78c69feb5e1812cb134e8f1b887ed9c9a96c8",
+    "smr-atra": "1d819884c2a2f2380af892798a9b5c3308fd0fcc3ba998f64d1e60ef3334fb94",
+    "aodv": "cc367e516284b6a20f0b0044e8f7e3bca9c486f58459cabb2d0f17f333b4380d",
+    "aodv-options": "93e10f6517a4e39fdfdd5586693b1ef382758fc943643069e8b42220449c38ac",
+    "aodv-dest-only": "f7d0d74cda8939d7614c895dd6b72e2c14a3709b4bc71cfbeed57b67541268fd",
+    "aodv-bus": "f822491d8fa02eb607d5ee03e579eea7d29629bd827c564fb5f090e4cd9dbc60",
+    "aodv-atra": "c1e28a8c5e29b025033b7241e97133e99636e99d752e1d89159da398c58634f2",
+    "aodv-atra-bus": "2d145e14a20b3530adca537e3e8314ca381afd47019082f54aeb566b7255a944",
 }
 
 

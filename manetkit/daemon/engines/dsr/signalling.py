@@ -1,7 +1,9 @@
 """The DSR control packets a node originates (RFC 4728 8.2, 8.3), built from
 :mod:`manetkit.daemon.wire.dsr`: Route Requests, Route Replies (at once or after a
 delay), Route Errors (rate-limited), other control options source-routed by the
-cache, and TCP-BuS acknowledgements. Packets that carry only options: Next Header 59.
+cache, and TCP-BuS acknowledgements. Packets that carry only options: Next Header 59,
+marked as network control (DSCP CS6, :data:`~manetkit.daemon.wire.ipv4.TOS_NETWORK_CONTROL`)
+so that a medium with 802.11e access categories serves them before data.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from manetkit.daemon.engines.dsr.timers import Timer, Timers
 from manetkit.daemon.engines.shared.bus import BusState, flow_key
 from manetkit.daemon.engines.shared.ratelimit import RateLimit
 from manetkit.daemon.wire import dsr
+from manetkit.daemon.wire.ipv4 import TOS_NETWORK_CONTROL as CS6
 from manetkit.daemon.wire import manet_ext as mx
 
 BROADCAST = IPv4Address("255.255.255.255")
@@ -44,7 +47,7 @@ class Signalling:
     def request(self, ident: int, target: IPv4Address, ttl: int) -> None:
         """A Route Request for ``target`` to every neighbour (8.2.1; ttl 1: ring 0)."""
         pkt = dsr.encapsulate(
-            dsr.IPFields(self.address, BROADCAST, ttl=ttl),
+            dsr.IPFields(self.address, BROADCAST, ttl=ttl, tos=CS6),
             [dsr.RouteRequest(ident, target)],
             dsr.NO_NEXT_HEADER,
         )
@@ -62,7 +65,7 @@ class Signalling:
         """A Route Reply carrying ``route`` to ``to`` via intermediate hops ``back``
         (RFC 4728 8.2.4, 8.2.3, 8.4.4), after ``delay`` seconds if given."""
         pkt = dsr.encapsulate(
-            dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit),
+            dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit, tos=CS6),
             [dsr.RouteReply(route), dsr.SourceRoute(back, len(back))],
             dsr.NO_NEXT_HEADER,
         )
@@ -108,7 +111,7 @@ class Signalling:
             return False
         hops = route[1:-1]
         pkt = dsr.encapsulate(
-            dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit),
+            dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit, tos=CS6),
             [*options, *(mx.dsr_option(n) for n in notices), dsr.SourceRoute(hops, len(hops))],
             dsr.NO_NEXT_HEADER,
         )
@@ -121,6 +124,8 @@ class Signalling:
     def bus_ack(self, prev: IPv4Address, ack: mx.BusAck) -> None:
         """A TCP-BuS acknowledgement to the hop that sent us a notice (one hop)."""
         pkt = dsr.encapsulate(
-            dsr.IPFields(self.address, prev, ttl=1), [mx.dsr_option(ack)], dsr.NO_NEXT_HEADER
+            dsr.IPFields(self.address, prev, ttl=1, tos=CS6),
+            [mx.dsr_option(ack)],
+            dsr.NO_NEXT_HEADER,
         )
         self.out.send(prev, pkt)
