@@ -1,8 +1,8 @@
 """The daemon's asyncio shell: wires data plane, engine, link sensing and event socket.
 
-aioquic's shape (STYLE.md): every input is fed to the engine with ``now=loop.time()``,
-then :meth:`Daemon._transmit` drains ``next_event()`` and re-arms ONE timer at
-``get_timer()``. The hot path (radio and TUN readiness) handles whole batches per
+aioquic's shape (docs/style.md, "The core contract"): every input is fed to the engine
+with ``now=loop.time()``, then :meth:`Daemon._transmit` drains ``next_event()`` and
+re-arms ONE timer at ``get_timer()``. The hot path (radio and TUN readiness) handles whole batches per
 callback; nothing per packet touches asyncio.
 
 Link sensing speaks MACs; the shell maps them to mesh addresses (``NeighbourTable``,

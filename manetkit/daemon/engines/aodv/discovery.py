@@ -229,7 +229,7 @@ class Discovery:
                 self.recompute()
         return True
 
-    def next_deadline(self, t: float) -> float:
+    def earliest(self, t: float) -> float:
         for d in self.searches.values():
             t = min(t, d.deadline)
         return t

@@ -294,8 +294,8 @@ class AodvEngine(RoutingEngine):
         for r in self.routes.table:
             if r.expires < t and r.state is not REPAIRING:
                 t = r.expires
-        t = self.discovery.next_deadline(t)
-        t = self.links.next_deadline(t)
+        t = self.discovery.earliest(t)
+        t = self.links.earliest(t)
         for e in (self.send_buffer.next_expiry(), self.bus.get_timer()):
             if e is not None:
                 t = min(t, e)

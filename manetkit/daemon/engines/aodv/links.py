@@ -117,7 +117,7 @@ class LinkView:
         for nb in [nb for nb, t in self.blacklist.items() if t <= now]:
             del self.blacklist[nb]
 
-    def next_deadline(self, t: float) -> float:
+    def earliest(self, t: float) -> float:
         """``t``, or an earlier deadline of these tables."""
         for v in self.ack_wait.values():
             t = min(t, v)

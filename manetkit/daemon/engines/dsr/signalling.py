@@ -18,8 +18,8 @@ from manetkit.daemon.engines.dsr.timers import Timer, Timers
 from manetkit.daemon.engines.shared.bus import BusState, flow_key
 from manetkit.daemon.engines.shared.ratelimit import RateLimit
 from manetkit.daemon.wire import dsr
-from manetkit.daemon.wire.ipv4 import TOS_NETWORK_CONTROL as CS6
 from manetkit.daemon.wire import manet_ext as mx
+from manetkit.daemon.wire.ipv4 import TOS_NETWORK_CONTROL as CS6
 
 BROADCAST = IPv4Address("255.255.255.255")
 
