@@ -75,7 +75,7 @@ from manetkit.daemon.sendbuffer import SendBuffer
 from manetkit.daemon.wire import aodv, ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
-__all__ = ["AodvConfig", "AodvEngine"]
+__all__ = ["AodvEngine"]
 
 _BCAST_B = b"\xff\xff\xff\xff"
 

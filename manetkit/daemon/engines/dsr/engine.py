@@ -51,7 +51,7 @@ from manetkit.daemon.engines.base import (
 from manetkit.daemon.engines.dsr.atra import DsrAtra
 from manetkit.daemon.engines.dsr.bus import DsrBus
 from manetkit.daemon.engines.dsr.cache import Path, RouteCache
-from manetkit.daemon.engines.dsr.config import DsrConfig, max_overhead
+from manetkit.daemon.engines.dsr.config import DsrConfig
 from manetkit.daemon.engines.dsr.control import ControlPath
 from manetkit.daemon.engines.dsr.discovery import Discovery
 from manetkit.daemon.engines.dsr.forwarding import Forwarder
@@ -71,7 +71,7 @@ from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.sendbuffer import SendBuffer
 from manetkit.daemon.wire import dsr, ipv4
 
-__all__ = ["DsrConfig", "DsrEngine", "max_overhead"]
+__all__ = ["DsrEngine"]
 
 StrategyFactory = Callable[["DsrEngine"], PathStrategy]
 

@@ -15,7 +15,7 @@ from manetkit.daemon.engines.smr.config import SmrConfig
 from manetkit.daemon.engines.smr.strategy import SmrStrategy
 from manetkit.daemon.neighbours import NeighbourTable
 
-__all__ = ["SmrConfig", "SmrEngine"]
+__all__ = ["SmrEngine"]
 
 
 class SmrEngine(DsrEngine):
