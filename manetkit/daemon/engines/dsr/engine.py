@@ -59,7 +59,7 @@ from manetkit.daemon.engines.dsr.links import LinkView
 from manetkit.daemon.engines.dsr.maintenance import Maintenance
 from manetkit.daemon.engines.dsr.requests import RequestHandler
 from manetkit.daemon.engines.dsr.requesttable import RequestTable
-from manetkit.daemon.engines.dsr.routes import MAX_DOWN, Routes
+from manetkit.daemon.engines.dsr.routes import MAX_DOWN, Routes, route_up
 from manetkit.daemon.engines.dsr.shortening import Shortening
 from manetkit.daemon.engines.dsr.signalling import BROADCAST, Signalling
 from manetkit.daemon.engines.dsr.strategy import PathStrategy, SingleRoute
@@ -352,14 +352,7 @@ class DsrEngine(RoutingEngine):
             return
         self.discovery.complete(now, dst)
         self.routes.down.discard(dst)
-        self.out.notify(
-            ev.RouteUp(
-                dst=str(dst),
-                next_hop=str(route[1]),
-                hops=len(route) - 1,
-                path=tuple(str(a) for a in route),
-            )
-        )
+        self.out.notify(route_up(route))
         for pkt in self.send_buffer.release(dst):
             self.forwarder.send_data(now, pkt, route)
         if self.bus.state.holds:

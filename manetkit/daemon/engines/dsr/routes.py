@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from ipaddress import IPv4Address
 
+from manetkit import events as ev
 from manetkit.daemon.engines.atra.srp import SrpTable
 from manetkit.daemon.engines.dsr.cache import Path, RouteCache
 from manetkit.daemon.engines.dsr.links import LinkView
@@ -25,6 +26,18 @@ from manetkit.daemon.engines.dsr.strategy import PathStrategy
 MAX_DOWN = 1024  # destinations reported down, waiting to be reported up again
 
 Learned = Callable[[float, Path], None]
+
+
+def route_up(route: Path, primary: bool | None = None) -> ev.RouteUp:
+    """The route-up event of ``route`` (route[0] is this node, route[-1] the
+    destination); ``primary`` for one of several paths (SMR)."""
+    return ev.RouteUp(
+        dst=str(route[-1]),
+        next_hop=str(route[1]),
+        hops=len(route) - 1,
+        path=tuple(str(a) for a in route),
+        primary=primary,
+    )
 
 
 class Routes:

@@ -40,6 +40,7 @@ from manetkit.daemon.engines.base import Outbox
 from manetkit.daemon.engines.dsr.cache import Path, RouteCache
 from manetkit.daemon.engines.dsr.links import LinkView
 from manetkit.daemon.engines.dsr.requesttable import RequestTable
+from manetkit.daemon.engines.dsr.routes import route_up
 from manetkit.daemon.engines.dsr.signalling import Signalling
 from manetkit.daemon.engines.smr.config import SmrConfig
 from manetkit.daemon.engines.smr.pathselect import Mode, PathSet, Switch, select_replies
@@ -201,15 +202,7 @@ class SmrStrategy:
         if added:
             self.forget_routes()
             self.counters["smr-paths-added"] += 1
-            self.out.notify(
-                ev.RouteUp(
-                    dst=str(dst),
-                    next_hop=str(route[1]),
-                    hops=len(route) - 1,
-                    path=tuple(str(a) for a in route),
-                    primary=ps.primary == route,
-                )
-            )
+            self.out.notify(route_up(route, primary=ps.primary == route))
         if sw is not None and sw.old is not None:
             self._switched(dst, sw, sw.reason)
 
