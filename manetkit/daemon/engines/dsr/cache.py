@@ -10,7 +10,8 @@ it (RFC 4728 4.1: "a route to each intermediate node is implicitly also cached")
 Pure data with explicit ``now``: paths expire ``timeout`` seconds after they were last
 added or used (RouteCacheTimeout, section 9); the cache holds at most ``capacity``
 paths (``route_cache_size``), evicting the least recently used (counted in ``evicted``;
-issue 12 "bounded state", docs/security.md).
+docs/security.md "Bounded state"). Which cached route is best is the path metric's call
+(:mod:`manetkit.daemon.engines.shared.metric`; hop count by default, RFC 4728 8.1.3).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+
+from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
 
 Path = tuple[IPv4Address, ...]
 
@@ -30,8 +33,15 @@ class CachedPath:
 
 
 class RouteCache:
-    def __init__(self, me: IPv4Address, timeout: float = 300.0, capacity: int = 64) -> None:
+    def __init__(
+        self,
+        me: IPv4Address,
+        timeout: float = 300.0,
+        capacity: int = 64,
+        metric: PathMetric = HOP_COUNT,
+    ) -> None:
         self.me = me
+        self.metric = metric
         self.timeout = timeout
         self.capacity = capacity
         self._paths: dict[Path, CachedPath] = {}
@@ -91,13 +101,15 @@ class RouteCache:
     def lookup(
         self, now: float, dst: IPv4Address, avoid: tuple[IPv4Address, IPv4Address] | None = None
     ) -> Path | None:
-        """The shortest cached route to ``dst`` (newest on ties), marking it used.
+        """The best cached route to ``dst`` by the path metric (the shortest, with hop
+        count), newest on ties, marking it used.
 
         ``avoid`` excludes routes that use that link (either direction), for salvaging.
         """
         if dst == self.me:
             return None
-        best: tuple[int, float, Path, CachedPath] | None = None
+        cost = self.metric.path_cost
+        best: tuple[float, float, Path, CachedPath] | None = None
         for p, e in self._paths.items():
             if now - e.used >= self.timeout:
                 continue
@@ -108,9 +120,9 @@ class RouteCache:
             route = p[: i + 1]
             if avoid is not None and _uses_link(route, avoid):
                 continue
-            key = (i, -e.added)
+            key = (cost(now, route), -e.added)
             if best is None or key < (best[0], best[1]):
-                best = (i, -e.added, route, e)
+                best = (key[0], key[1], route, e)
         if best is None:
             return None
         best[3].used = now

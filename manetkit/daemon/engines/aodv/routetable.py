@@ -1,11 +1,13 @@
 """AODV's route table: entries, sequence-number arithmetic and the freshness rule.
 
 Pure data with explicit ``now`` (RFC 3561 sections 2, 6.1, 6.2, 6.7, 6.11); the engine
-(:mod:`manetkit.daemon.engines.aodv`) decides what an update means (route-up, released
-packets, RERRs). Entries are keyed by the destination's packed 4 bytes, since the data
+(:mod:`manetkit.daemon.engines.aodv.routes`) decides what an update means (route-up,
+released packets, RERRs). At equal sequence numbers a route is better by its cost, which
+the path metric computes (:mod:`manetkit.daemon.engines.shared.metric`; with hop count,
+the cost is the hop count, RFC 3561 6.2's rule). Entries are keyed by the destination's packed 4 bytes, since the data
 path looks them up straight from the packet bytes.
 
-Bounded (issue 12, docs/security.md): at most ``capacity`` entries (``route_table_size``);
+Bounded (docs/security.md "Bounded state"): at most ``capacity`` entries (``route_table_size``);
 a new destination beyond that evicts, among the entries not being repaired, an INVALID
 one first (it only keeps a sequence number), then a VALID one never heard of again
 since the message that created it (a one-off reverse route, 6.5: what a forged-source
@@ -62,13 +64,30 @@ class Route:
     next_hop_b: bytes = b""
     created: float = 0.0
     confirmed: bool = False  # updated again after the moment it was created (eviction)
+    cost: float = -1.0  # by the path metric; -1: the hop count
 
     def __post_init__(self) -> None:
         self.dst_b = self.dst.packed
         self.next_hop_b = self.next_hop.packed
+        if self.cost < 0:
+            self.cost = float(self.hops)
 
-    def set_next_hop(self, next_hop: IPv4Address, hops: int) -> None:
+    def set_next_hop(self, next_hop: IPv4Address, hops: int, cost: float) -> None:
         self.next_hop, self.next_hop_b, self.hops = next_hop, next_hop.packed, hops
+        self.cost = cost
+
+
+class OwnSequence:
+    """This node's own sequence number (RFC 3561 6.1); 0 would mean "unknown"."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 1
+
+    def increment(self) -> int:
+        self.value = seq_next(self.value)
+        return self.value
 
 
 class RouteTable:
@@ -102,31 +121,35 @@ class RouteTable:
         hops: int,
         seq: int,
         lifetime: float,
+        cost: float | None = None,
     ) -> tuple[Route, RouteState | None] | None:
         """Create or update the route to ``dst`` if the information is fresher (6.2, 6.7).
 
         Fresher: our number for ``dst`` is unknown, or ``seq`` is newer, or equal with our
-        entry invalid or longer. Returns (entry, state before: None when new), or None
-        when nothing changed. The lifetime only grows while the entry stays valid.
+        entry invalid or costlier (``cost``: the hop count when None). Returns (entry,
+        state before: None when new), or None when nothing changed. The lifetime only
+        grows while the entry stays valid.
         """
+        if cost is None:
+            cost = float(hops)
         r = self._routes.get(dst.packed)
         if r is not None and now > r.created:
             r.confirmed = True
         if r is None:
-            r = Route(dst, next_hop, hops, seq, True, now + lifetime, created=now)
+            r = Route(dst, next_hop, hops, seq, True, now + lifetime, created=now, cost=cost)
             self._make_room()
             self._routes[r.dst_b] = r
             return r, None
         if not (
             not r.valid_seq
             or seq_newer(seq, r.seq)
-            or (seq == r.seq and (r.state is not VALID or hops < r.hops))
+            or (seq == r.seq and (r.state is not VALID or cost < r.cost))
         ):
             return None
         was = r.state
         r.seq = seq
         r.valid_seq = True
-        r.set_next_hop(next_hop, hops)
+        r.set_next_hop(next_hop, hops, cost)
         t = now + lifetime
         if r.state is not VALID or r.expires < t:
             r.expires = t
@@ -134,7 +157,7 @@ class RouteTable:
         return r, was
 
     def touch_neighbour(
-        self, now: float, nb: IPv4Address, lifetime: float
+        self, now: float, nb: IPv4Address, lifetime: float, cost: float = 1.0
     ) -> tuple[Route, RouteState | None] | tuple[Route, RouteState]:
         """6.5/6.7: a one-hop route to the neighbour that sent a control packet.
 
@@ -147,7 +170,7 @@ class RouteTable:
         if r is not None and now > r.created:
             r.confirmed = True
         if r is None:
-            r = Route(nb, nb, 1, 0, False, t, created=now)
+            r = Route(nb, nb, 1, 0, False, t, created=now, cost=cost)
             self._make_room()
             self._routes[r.dst_b] = r
             return r, None
@@ -155,7 +178,7 @@ class RouteTable:
         if r.state is not VALID or r.next_hop != nb:
             if r.state is not VALID:
                 r.valid_seq = False
-            r.set_next_hop(nb, 1)
+            r.set_next_hop(nb, 1, cost)
             r.state = VALID
             r.expires = t
         elif r.expires < t:

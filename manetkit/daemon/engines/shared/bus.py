@@ -10,10 +10,13 @@
 - Last_ACK: the latest TCP acknowledgement number a node forwarded for each flow, so a
   pivot can put the receiver's Last_ACK into its ERSN.
 
-The engines decide when to hold, what to send and to whom; this module keeps the
-state and the clock arithmetic only.
+:class:`BusState` keeps the state and the clock arithmetic; :class:`Bus` is the part
+of the mechanism both engines run the same way (holding forwarded packets, the
+retransmission timer, acting on a notice's first copy). Each engine carries the notices
+in its own messages (``dsr/bus.py``: DSR options; ``aodv/bus.py``: RERR extensions and
+RREP-ACKs) and decides where a pivot repairs.
 
-Bounded state (issue 12, docs/security.md): at most ``bus_max_flows`` holds (a new
+Bounded state (docs/security.md "Bounded state"): at most ``bus_max_flows`` holds (a new
 flow's hold evicts the oldest, its packets dropped: ``holds-evicted``/``held-dropped``),
 ``MAX_NOTICES`` notices in flight (the one due first is given up: ``notices-evicted``),
 ``MAX_NOTICES`` remembered notice keys and ERSN idents (oldest first:
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import struct
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import Any
@@ -32,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from manetkit import events as ev
+from manetkit.daemon.engines.base import Outbox
 from manetkit.daemon.wire import ipv4
 from manetkit.daemon.wire import manet_ext as mx
 
@@ -349,3 +354,68 @@ def flow_from_fields(fields: dict[str, Any]) -> mx.Flow:
         fields.get("seq", 0),
         fields["proto"],
     )
+
+
+class Bus:
+    """TCP-BuS at one node: the state, and what the DSR and AODV engines do with it alike.
+
+    The state always exists (notices are understood and acknowledged with ``bus`` off);
+    holding and pivot repair only with ``bus`` on (:attr:`on`).
+    """
+
+    def __init__(self, settings: BusSettings, out: Outbox) -> None:
+        self.state = BusState(settings)
+        self.on = settings.bus
+        self.out = out
+
+    def hold(self, key: FlowKey, packet: bytes) -> None:
+        """Keep ``packet`` in ``key``'s hold; a full hold drops its oldest packet."""
+        old = self.state.hold(key, packet)
+        if old is not None:
+            self.out.drop("bus-hold-full", old)  # type: ignore[arg-type]
+
+    def forwarding(
+        self, packet: bytes, proto: int, tcp_at: int, held: bytes, pivot_holds: bool
+    ) -> bool:
+        """A packet about to be forwarded (bus on): note its ACK number for Last_ACK, and
+        keep ``held`` (the packet as it is to be kept) if its flow is held here (Kim,
+        Toh & Choi IV-C). ``pivot_holds``: a flow held as the pivot keeps its packets
+        here too (DSR; AODV's pivot buffers them for its local repair instead)."""
+        tcp = tcp_fields(packet, proto, tcp_at)
+        if tcp is None:
+            return False
+        st = self.state
+        st.observe(packet[ipv4.SRC], packet[ipv4.DST], tcp)
+        if not st.holds:
+            return False
+        key = (packet[ipv4.SRC], packet[ipv4.DST], tcp[0], tcp[1])
+        h = st.holds.get(key)
+        if h is None or (h.pivot and not pivot_holds):
+            return False
+        self.hold(key, held)
+        return True
+
+    def first_copy(
+        self, now: float, n: mx.Notice, me: IPv4Address, resend: Callable[[float, bytes], None]
+    ) -> NoticeOutcome:
+        """The first copy of ERDN/ERSN ``n`` at this node (:meth:`BusState.on_notice`):
+        its event (at the flow's source) goes out and the packets it releases are sent
+        on with ``resend``; the outcome says whether to relay it."""
+        got = self.state.on_notice(now, n, me, self.on)
+        if got.event is not None:
+            self.out.notify(got.event)
+        for pkt in got.released:
+            resend(now, pkt)
+        return got
+
+    def handle_timer(self, now: float) -> None:
+        """Retransmit the notices due; give up holds older than ``bus_hold_s``."""
+        st = self.state
+        if st.pending or st.holds:
+            for nh, pkt in st.due(now):
+                self.out.send(nh, pkt)
+            for pkt in st.expired(now):
+                self.out.drop("bus-hold-timeout", pkt)
+
+    def get_timer(self) -> float | None:
+        return self.state.next_timer()
