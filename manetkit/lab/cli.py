@@ -52,7 +52,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         overrides["stack"] = args.stack
     if args.proxy:
         overrides["proxy"] = args.proxy
-    state = nodes.up(args.scenario, name=args.lab, overrides=overrides, timeout=args.timeout)
+    state = nodes.up(
+        args.scenario,
+        name=args.lab,
+        overrides=overrides,
+        timeout=args.timeout,
+        radios=args.radios,
+    )
     console.print(
         f"lab [bold]{state.lab}[/]: {len(state.nodes)} nodes up in {state.up_seconds:.1f} s "
         f"({len(state.processes)} processes; `manetkit lab status --name {state.lab}`)"
@@ -366,6 +372,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout", type=float, default=60.0, help="seconds to wait for the lab (default 60)"
+    )
+    p.add_argument(
+        "--radios",
+        choices=nodes.RADIO_DESIGNS,
+        default=nodes.DEFAULT_RADIOS,
+        help="who runs the nodes' radios: shared (the medium process owns every TAP; "
+        "default) or process (one radio process per node, relaying over a socket)",
     )
     p.set_defaults(func=cmd_up)
 

@@ -1,14 +1,20 @@
 """``manetkit lab medium``: the asyncio shell around the sans-I/O :class:`~.mac.Medium`.
 
-One process per lab. It binds the radios' datagram socket (AF_UNIX, and optionally UDP),
-accepts ATTACH from node ids 1..N, feeds every TX to the medium at the loop's current
-time, and sends out DELIVER and TXSTATUS datagrams as the medium's virtual schedule
-reaches them. A JSON-lines control socket moves nodes, forces links and reports state;
+One process per lab. With ``--radios shared`` (what ``lab up`` starts for a namespace
+lab) it also *is* every node's radio (``manetkit.lab.sharedradios``): it makes each
+node's TAP radio0 in the node's namespace, reads the frames a node sends straight from
+it and writes deliveries straight into the receivers' TAPs. With ``--radios process``
+(docker labs, ``lab up --radios process``) radio processes relay instead: it binds the
+radios' datagram socket (AF_UNIX, and optionally UDP), accepts ATTACH from node ids
+1..N, feeds every TX to the medium at the loop's current time, and sends out DELIVER and
+TXSTATUS datagrams as the medium's virtual schedule reaches them. Both can serve one lab
+at once only in the sense that the datagram socket is always bound (tests and tools may
+attach); a node whose TAP the medium owns refuses a radio process's ATTACH. A JSON-lines control socket moves nodes, forces links and reports state;
 the ground-truth log records the connectivity graph whenever it changes.
 
-Hot path: one readiness callback drains the socket until EAGAIN (no per-datagram
-callbacks); a TX is only type-checked and sliced; sends to a radio that cannot take
-more (EAGAIN/ENOBUFS) are dropped and counted, never waited for.
+Hot path: one readiness callback drains the socket (or a node's TAP) until EAGAIN (no
+per-datagram callbacks); a TX is only type-checked and sliced; sends to a radio that
+cannot take more (EAGAIN/ENOBUFS) are dropped and counted, never waited for.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from manetkit.lab.medium import protocol as proto
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.lag import LagRecorder
 from manetkit.lab.medium.mac import Delivery, Medium
+from manetkit.lab.radioport import RadioPort
+from manetkit.lab.sharedradios import SharedRadios
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
 
 log = logging.getLogger("manetkit.medium")
@@ -77,6 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a scenario field, e.g. --set radio.rate_mbps=11 (repeatable)",
+    )
+    parser.add_argument(
+        "--radios",
+        choices=("process", "shared"),
+        default="process",
+        help="shared: make every node's TAP in its namespace and serve it here (namespace "
+        "labs; lab up's default); process: radio processes attach over the datagram socket",
     )
     # Bench-only (``bench medium``'s capacity run): multiply every 802.11 duration by this
     # factor, so the relay's own cost, not the airtime model, limits the frame rate.
@@ -125,6 +140,7 @@ class MediumServer:
         udp: tuple[int, tuple] | None = None,
         airtime_scale: float = 1.0,
         control_group: str | None = None,
+        radios: SharedRadios | None = None,
     ):
         self.scenario = scenario
         self.lab = lab
@@ -137,6 +153,11 @@ class MediumServer:
         self.medium: Medium = medium_from_scenario(scenario, airtime_scale=airtime_scale)
         for i in range(1, self.n + 1):
             self.medium.set_attached(i, False)  # until its radio says ATTACH
+        self.radios = radios
+        # index = node id: the port of a node whose radio is this process, else None
+        self.local: list[RadioPort | None] = (
+            list(radios.ports) if radios is not None else [None] * (self.n + 1)
+        )
         self.addr_node: dict[Any, int] = {}
         self.node_addr: dict[int, tuple[socket.socket, Any]] = {}
         self.counters = {
@@ -148,6 +169,7 @@ class MediumServer:
             "send_drops": 0,
             "send_errors": 0,
             "undeliverable": 0,
+            "tap_frames_in": 0,
         }
         self.lag = LagRecorder()
         self._socks: list[socket.socket] = []
@@ -230,6 +252,12 @@ class MediumServer:
                     proto.refused(f"node id {msg.node_id} is not in this lab (n1..n{self.n})"),
                 )
                 return
+            if self.local[msg.node_id] is not None:
+                self.counters["refused"] += 1
+                self._send(
+                    sock, addr, proto.refused(f"n{msg.node_id}'s radio is the medium's own")
+                )
+                return
             old = self.node_addr.get(msg.node_id)
             if old is not None:
                 self.addr_node.pop(old[1], None)
@@ -279,8 +307,17 @@ class MediumServer:
         node_addr = self.node_addr
         next_event = medium.next_event
         record = self.lag.record
+        local = self.local
+        mono = now + self.t0  # the ports' station tables run on time.monotonic()
         while (ev := next_event()) is not None:
             record(now, ev.at)
+            port = local[ev.node]
+            if port is not None:
+                if type(ev) is Delivery:
+                    port.deliver(ev.rssi_dbm, ev.frame, mono)
+                else:
+                    port.tx_status(ev.dst_mac, ev.retries, ev.ok, ev.frame, mono)
+                continue
             to = node_addr.get(ev.node)
             if type(ev) is Delivery:
                 if to is None:
@@ -302,6 +339,20 @@ class MediumServer:
             delay = self.t0 + when - time.monotonic()
             delay = 0.0 if delay <= 0 else max(delay, MIN_TIMER_S)
             self._timer = self.loop.call_later(delay, self._on_timer)
+
+    def on_local_frames(self, node: int, frames: list[bytes]) -> None:
+        """Frames node ``node`` sent on its TAP (shared radios): onto the air."""
+        now = self.now()
+        transmit = self.medium.transmit
+        ok = 0
+        for frame in frames:
+            if len(frame) < proto.MIN_FRAME:
+                self.counters["malformed"] += 1
+                continue
+            transmit(now, node, frame)
+            ok += 1
+        self.counters["tap_frames_in"] += ok
+        self._pump(now)
 
     def _on_timer(self) -> None:
         self._timer, self._timer_at = None, math.inf
@@ -380,9 +431,18 @@ class MediumServer:
                 "server": dict(self.counters),
                 "medium": self.medium.stats(),
                 "graph_changes": self._gt.changes if self._gt else None,
+                "radios": self.radios_design(),
+                **({"shared_radios": self.radios.stats()} if self.radios else {}),
+                "fidelity": {"lag_ms": self.lag.summary(now), "drops": self.drops()},
             }
         if cmd == "fidelity":
-            return {"ok": True, "t": now, "lag": self.lag.to_wire(), "drops": self.drops()}
+            return {
+                "ok": True,
+                "t": now,
+                "radios": self.radios_design(),
+                "lag": self.lag.to_wire(),
+                "drops": self.drops(),
+            }
         raise ValueError(
             f"unknown cmd {cmd!r} (ping, positions, neighbours, move, link, stats, fidelity)"
         )
@@ -391,13 +451,20 @@ class MediumServer:
         """Frames lost by the model's decision (physics, queues) and outside it (the
         shell could not hand a DELIVER or TXSTATUS to a radio): lab/fidelity.py."""
         c = self.medium.counters
+        unmodelled = {
+            "medium_send_drops": self.counters["send_drops"],
+            "medium_send_errors": self.counters["send_errors"],
+        }
+        if self.radios is not None:
+            unmodelled.update(self.radios.unmodelled())
         return {
             "modelled": {k: c[k] for k in ("queue_drops", "random_losses", "interference_losses")},
-            "unmodelled": {
-                "medium_send_drops": self.counters["send_drops"],
-                "medium_send_errors": self.counters["send_errors"],
-            },
+            "unmodelled": unmodelled,
         }
+
+    def radios_design(self) -> str:
+        """``shared``: the nodes' radios are this process's; ``process``: radio processes."""
+        return "shared" if self.radios is not None else "process"
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -427,6 +494,15 @@ class MediumServer:
             for s in self._socks:
                 self._tune(s)
                 self.loop.add_reader(s.fileno(), self._on_readable, s)
+            if self.radios is not None:
+                try:
+                    self.radios.create()
+                except OSError as exc:
+                    raise UserError(f"--radios shared: {exc}") from None
+                for port in self.radios:
+                    self.medium.set_attached(port.node_id, True)
+                self.radios.on_promiscuous = self.medium.set_overhear
+                await self.radios.start(self.on_local_frames)
             if self.ground_truth_path is not None:
                 self.ground_truth_path.parent.mkdir(parents=True, exist_ok=True)
                 self._gt_file = open(self.ground_truth_path, "a")  # noqa: SIM115 (closed below)
@@ -449,6 +525,8 @@ class MediumServer:
             for t in tasks:
                 t.cancel()
             await control_server.close()
+            if self.radios is not None:
+                await self.radios.close()
             if self._timer is not None:
                 self._timer.cancel()
             for s in self._socks:
@@ -473,6 +551,17 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         control = paths.socket_option(args.control, "--control", paths.medium_control_socket(lab))
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    radios = None
+    if getattr(args, "radios", "process") == "shared":
+        try:
+            nodes = [f"n{i}" for i in range(1, scenario.nodes + 1)]
+            for node in nodes:
+                paths.check_socket_path(
+                    paths.radio_control_socket(lab, node), "radio socket", paths.rundir_hint()
+                )
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        radios = SharedRadios(lab, scenario.nodes)
     return MediumServer(
         scenario,
         lab,
@@ -482,6 +571,7 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         parse_hostport(args.udp) if args.udp else None,
         airtime_scale,
         getattr(args, "control_group", None),
+        radios,
     )
 
 
