@@ -41,8 +41,8 @@ from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.lag import LagRecorder
 from manetkit.lab.medium.mac import Delivery, Medium
 from manetkit.lab.radioport import RadioPort
-from manetkit.lab.sharedradios import SharedRadios
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
+from manetkit.lab.sharedradios import SharedRadios
 
 log = logging.getLogger("manetkit.medium")
 
@@ -254,9 +254,7 @@ class MediumServer:
                 return
             if self.local[msg.node_id] is not None:
                 self.counters["refused"] += 1
-                self._send(
-                    sock, addr, proto.refused(f"n{msg.node_id}'s radio is the medium's own")
-                )
+                self._send(sock, addr, proto.refused(f"n{msg.node_id}'s radio is the medium's own"))
                 return
             old = self.node_addr.get(msg.node_id)
             if old is not None:
