@@ -21,13 +21,14 @@ BENCHES: list[tuple[str, str]] = [
     ("docker", "image size and build time; compose lab up time and iperf3 vs the netns lab"),
     ("smr", "TCP over DSR vs SMR concurrent/backup1/backup2, rwp-50 (Lim/Xu/Gerla)"),
     ("atra", "TCP over DSR vs ELFN vs Atra RFP/PRE/SRP, rwp-30 at 1/10/20 m/s (Anantharaman)"),
+    ("lab-scale", "lab fidelity at 50-100 nodes: shared vs per-process radios, largest valid N"),
 ]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", metavar="BENCH")
     for name, help_text in BENCHES:
-        mod = importlib.import_module(f"manetkit.bench.{name}")
+        mod = importlib.import_module(f"manetkit.bench.{name.replace('-', '')}")
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--out", default="results", help="directory for the JSON (and plots)")
         mod.register(p)

@@ -60,6 +60,11 @@ MIN_TIMER_S = 0.001
 MIN_DGRAM_QLEN = 512
 _QLEN_SYSCTL = Path("/proc/sys/net/unix/max_dgram_qlen")
 MAX_DATAGRAM = 65_600
+# SCHED_FIFO priority: above every normal process (daemons, peers, traffic, which the
+# medium wakes with every delivery and which would otherwise preempt it), below the
+# kernel's own real-time threads (50 and up). Bounded by the kernel's real-time
+# throttling (sched_rt_runtime_us: 95 % of a CPU by default).
+DEFAULT_RT_PRIORITY = 10
 _DROPPABLE = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
 _GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
 
@@ -92,6 +97,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="process",
         help="shared: make every node's TAP in its namespace and serve it here (namespace "
         "labs; lab up's default); process: radio processes attach over the datagram socket",
+    )
+    parser.add_argument(
+        "--realtime",
+        type=int,
+        default=DEFAULT_RT_PRIORITY,
+        metavar="PRIORITY",
+        help=f"run under SCHED_FIFO at this priority (1-99; default {DEFAULT_RT_PRIORITY}), so "
+        "the node software this process wakes cannot delay the air's schedule; 0: normal "
+        "scheduling. Refused (not root, no real-time budget): a warning, normal scheduling",
     )
     # Bench-only (``bench medium``'s capacity run): multiply every 802.11 duration by this
     # factor, so the relay's own cost, not the airtime model, limits the frame rate.
@@ -154,6 +168,7 @@ class MediumServer:
         for i in range(1, self.n + 1):
             self.medium.set_attached(i, False)  # until its radio says ATTACH
         self.radios = radios
+        self.scheduling = "normal"  # what set_realtime() obtained (shown in stats)
         # index = node id: the port of a node whose radio is this process, else None
         self.local: list[RadioPort | None] = (
             list(radios.ports) if radios is not None else [None] * (self.n + 1)
@@ -430,6 +445,7 @@ class MediumServer:
                 "medium": self.medium.stats(),
                 "graph_changes": self._gt.changes if self._gt else None,
                 "radios": self.radios_design(),
+                "scheduling": self.scheduling,
                 **({"shared_radios": self.radios.stats()} if self.radios else {}),
                 "fidelity": {"lag_ms": self.lag.summary(now), "drops": self.drops()},
             }
@@ -573,6 +589,23 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
     )
 
 
+def set_realtime(priority: int) -> str:
+    """Put this process under SCHED_FIFO at ``priority`` (0: leave it alone); what it
+    runs under, for ``stats`` (the refusal's reason included)."""
+    if priority == 0:
+        return "normal"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except OSError as exc:
+        log.warning(
+            "SCHED_FIFO %d refused (%s): normal scheduling; under load the lab's lag grows",
+            priority,
+            exc.strerror,
+        )
+        return f"normal (SCHED_FIFO {priority} refused: {exc.strerror})"
+    return f"fifo {priority}"
+
+
 async def _main(server: MediumServer) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -584,6 +617,10 @@ async def _main(server: MediumServer) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the medium until SIGTERM/SIGINT; exit 0 after removing its sockets."""
     server = server_from_args(args)
+    priority = getattr(args, "realtime", 0)
+    if not 0 <= priority <= 99:
+        raise UserError("--realtime must be 0 (off) or a priority 1..99")
+    server.scheduling = set_realtime(priority)
     runner.run(_main(server))
     return 0
 
