@@ -52,7 +52,6 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -61,7 +60,7 @@ from typing import Any
 
 from rich.table import Table
 
-from manetkit import paths, procs
+from manetkit import jsonlines, paths, procs
 from manetkit.bench import expected, flap, labrun, report, smr
 from manetkit.bench.smr import CONTROL, addr, flows
 from manetkit.errors import UserError
@@ -120,37 +119,29 @@ class Predictions:
     def __init__(self, lab: str) -> None:
         self.seen: list[tuple[float, str, str]] = []
         self.breaks: list[tuple[float, str, str, str]] = []
-        self._socks: list[socket.socket] = []
+        self._subs: list[jsonlines.Subscription] = []
         for i in range(1, NODES + 1):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                s.connect(str(daemon_socket(lab, f"n{i}")))
-                s.sendall(b'{"cmd":"subscribe"}\n')
+                sub = jsonlines.subscribe(daemon_socket(lab, f"n{i}")).connect()
             except OSError:
-                s.close()
                 continue
-            self._socks.append(s)
-            threading.Thread(target=self._read, args=(s, f"n{i}"), daemon=True).start()
+            self._subs.append(sub)
+            threading.Thread(target=self._read, args=(sub, f"n{i}"), daemon=True).start()
 
-    def _read(self, s: socket.socket, node: str) -> None:
-        buf = b""
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := s.recv(65536):
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                for line in lines:
-                    ev = json.loads(line) if line.strip() else {}
-                    if ev.get("event") == "predicted-failure":
-                        self.seen.append((float(ev["time"]), node, _node(ev["neighbour"])))
-                    elif ev.get("event") == "route-down" and not ev.get("predicted"):
-                        link = ev.get("broken_link") or ()
-                        if len(link) == 2 and _node(link[0]) == node:
-                            brk = (float(ev["time"]), node, _node(link[1]), str(ev["reason"]))
-                            self.breaks.append(brk)
+    def _read(self, sub: jsonlines.Subscription, node: str) -> None:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            for ev in sub:
+                if ev.get("event") == "predicted-failure":
+                    self.seen.append((float(ev["time"]), node, _node(ev["neighbour"])))
+                elif ev.get("event") == "route-down" and not ev.get("predicted"):
+                    link = ev.get("broken_link") or ()
+                    if len(link) == 2 and _node(link[0]) == node:
+                        brk = (float(ev["time"]), node, _node(link[1]), str(ev["reason"]))
+                        self.breaks.append(brk)
 
     def close(self) -> None:
-        for s in self._socks:
-            s.close()
+        for sub in self._subs:
+            sub.close()
 
 
 def score(

@@ -47,7 +47,7 @@ from typing import Any
 
 from rich.table import Table
 
-from manetkit import paths, procs
+from manetkit import jsonlines, paths, procs
 from manetkit.bench import labrun, report
 from manetkit.console import console
 from manetkit.errors import UserError
@@ -209,38 +209,24 @@ class EventRecorder:
     def __init__(self, lab: str, node_names: list[str], out: Path) -> None:
         self.out = out.open("w")
         self.lock = threading.Lock()
-        self.socks: list[socket.socket] = []
+        self.subs: list[jsonlines.Subscription] = []
         for n in node_names:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                s.connect(str(stacks.daemon_socket(lab, n)))
-                s.sendall(b'{"cmd":"subscribe"}\n')
+                sub = jsonlines.subscribe(stacks.daemon_socket(lab, n)).connect()
             except OSError:
-                s.close()
                 continue
-            self.socks.append(s)
-            threading.Thread(target=self._read, args=(n, s), daemon=True).start()
+            self.subs.append(sub)
+            threading.Thread(target=self._read, args=(n, sub), daemon=True).start()
 
-    def _read(self, node: str, s: socket.socket) -> None:
-        buf = b""
-        try:
-            while chunk := s.recv(65536):
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                for line in lines:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(ev, dict) and "event" in ev:
-                        with self.lock:
-                            self.out.write(json.dumps({"node": node, **ev}) + "\n")
-        except OSError:
-            pass
+    def _read(self, node: str, sub: jsonlines.Subscription) -> None:
+        with contextlib.suppress(OSError):
+            for ev in sub:
+                with self.lock:
+                    self.out.write(json.dumps({"node": node, **ev}) + "\n")
 
     def close(self) -> None:
-        for s in self.socks:
-            s.close()
+        for sub in self.subs:
+            sub.close()
         with self.lock:
             self.out.close()
 
