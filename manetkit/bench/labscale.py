@@ -37,7 +37,7 @@ from rich.table import Table
 
 from manetkit import paths, procs
 from manetkit.bench import report
-from manetkit.bench.labrun import locked, medium_time, wait_medium
+from manetkit.bench.labrun import locked, medium_time, term_as_interrupt, wait_medium
 from manetkit.errors import UserError
 from manetkit.lab import fidelity, netns, nodes
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
@@ -232,6 +232,11 @@ def search(
 
 
 def run(args: argparse.Namespace) -> int:
+    with term_as_interrupt():  # SIGTERM: the run's finally brings its lab down
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     designs = [d.strip() for d in args.radios.split(",") if d.strip()]
     bad = [d for d in designs if d not in nodes.RADIO_DESIGNS]
     if bad or not designs:

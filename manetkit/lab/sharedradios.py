@@ -152,7 +152,7 @@ class SharedRadios:
             return
         self.replugged += 1
         self._loop.add_reader(port.tap_fd, self._on_tap_readable, port)
-        log.info("%s's %s is back", port.node, port.interface)
+        log.warning("%s's %s is back", port.node, port.interface)
 
     # --- periodic ---------------------------------------------------------------------
 
