@@ -16,7 +16,7 @@ import time
 from rich.table import Table
 
 from manetkit import paths
-from manetkit.console import console
+from manetkit.console import console, fidelity_table
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, radio, stacks
 from manetkit.lab.stations import format_iw
@@ -118,11 +118,17 @@ def _print_status(info: dict) -> None:
         f"scenario {info['scenario'] or '? (no state file)'}"
     )
     positions = _positions_by_node(info.get("positions"))
+    radios = info.get("radios") or "process"
+    console.print(
+        "radios: the medium process owns every node's radio0"
+        if radios == "shared"
+        else "radios: one radio process per node"
+    )
     t = Table("node", "namespace", "x (m)", "y (m)", "radio pid", "alive")
     procs = {p["name"]: p for p in info["processes"]}
     for node in info["nodes"]:
         pos = positions.get(node)
-        rp = procs.get(f"radio-{node}", {})
+        rp = procs.get(f"radio-{node}" if radios == "process" else "medium", {})
         t.add_row(
             node,
             paths.netns_name(info["lab"], node)
@@ -142,8 +148,10 @@ def _print_status(info: dict) -> None:
         _print_routing(info["routing"])
     medium = info.get("medium")
     if medium:
+        if "fidelity" in medium:
+            console.print(fidelity_table(medium["fidelity"]))
         t = Table("medium", "value")
-        for k, v in _flatten(medium):
+        for k, v in _flatten({k: v for k, v in medium.items() if k != "fidelity"}):
             t.add_row(k, v)
         console.print(t)
     else:

@@ -359,6 +359,14 @@ def status(lab: str) -> dict:
             out["positions"] = medium_request(lab, {"cmd": "positions"})
         with contextlib.suppress(OSError, ValueError, UserError):
             out["medium"] = medium_request(lab, {"cmd": "stats"})
+        medium = out["medium"] or {}
+        if medium.get("radios") == "process" and "fidelity" in medium:
+            # radio processes count their own losses: add them to the medium's
+            from manetkit.lab.fidelity import radio_unmodelled
+
+            unmodelled = medium["fidelity"]["drops"]["unmodelled"]
+            for k, v in radio_unmodelled(lab).items():
+                unmodelled[k] = unmodelled.get(k, 0) + v
     return out
 
 
