@@ -154,9 +154,12 @@ def _lag_ms(counts: list[int], max_us: float) -> dict:
         return None if us is None else round(us / 1000.0, 3)
 
     outputs = sum(counts)
+    if not outputs:
+        return {"outputs": 0, "p50": None, "p99": None, "max": None}
+    # a percentile is its bucket's upper edge: never report it above the exact maximum
     return {
         "outputs": outputs,
-        "p50": ms(percentile_us(counts, 0.5)) if outputs else None,
-        "p99": ms(percentile_us(counts, 0.99)) if outputs else None,
-        "max": ms(max_us) if outputs else None,
+        "p50": ms(min(percentile_us(counts, 0.5), max_us)),
+        "p99": ms(min(percentile_us(counts, 0.99), max_us)),
+        "max": ms(max_us),
     }

@@ -440,7 +440,7 @@ class MediumServer:
                 "ok": True,
                 "t": now,
                 "cpu_s": round(cpu.user + cpu.system, 3),
-                "attached": sorted(f"n{k}" for k in self.node_addr),
+                "attached": [f"n{k}" for k in sorted(self.attached_nodes())],
                 "server": dict(self.counters),
                 "medium": self.medium.stats(),
                 "graph_changes": self._gt.changes if self._gt else None,
@@ -475,6 +475,11 @@ class MediumServer:
             "modelled": {k: c[k] for k in ("queue_drops", "random_losses", "interference_losses")},
             "unmodelled": unmodelled,
         }
+
+    def attached_nodes(self) -> set[int]:
+        """Nodes on the air: attached radio processes and the shared radios' TAPs."""
+        local = {p.node_id for p in self.local if p is not None and p.on_air}
+        return set(self.node_addr) | local
 
     def radios_design(self) -> str:
         """``shared``: the nodes' radios are this process's; ``process``: radio processes."""
