@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import math
 import os
@@ -528,6 +529,12 @@ class MediumServer:
                 self._gt = GroundTruthLog(self._gt_file, wall0)
             self._observe_graph(force=True)
             tasks.append(asyncio.create_task(self._ground_truth_task()))
+            # What start-up made (imports, the scenario, the MAC's tables, the radios)
+            # lives as long as the process: keep the cyclic garbage collector from
+            # scanning it again and again. A full collection of a 100-node medium's
+            # ~54,000 objects took 18 ms on the 2-core machine: a lag spike each time.
+            gc.collect()
+            gc.freeze()
             # The control socket is bound last: once it answers, everything is up.
             await control_server.start()
             log.info(
