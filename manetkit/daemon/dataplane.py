@@ -25,6 +25,7 @@ import socket
 import struct
 from collections.abc import Callable
 
+from manetkit.daemon.flowcount import FlowCounter
 from manetkit.tuntap import open_tun
 
 # linux/if_packet.h
@@ -99,6 +100,9 @@ class DataPlane:
         self.not_for_us = 0
         self.rx_overheard = 0
         self.radio_lost: OSError | None = None  # set when the radio interface went away
+        # per destination of our apps' packets, per source of the packets we deliver
+        self.originated = FlowCounter()
+        self.delivered = FlowCounter()
 
     @classmethod
     def open(cls, tun_name: str, interface: str, ethertype: int) -> DataPlane:
@@ -229,6 +233,7 @@ class DataPlane:
                 self.tun_not_ipv4 += 1
                 continue
             self.tun_rx += 1
+            self.originated.add(packet[16:20], len(packet))
             handler(packet)
         return n
 
@@ -239,6 +244,7 @@ class DataPlane:
             self.tun_write_errors += 1
             return
         self.tun_tx += 1
+        self.delivered.add(packet[12:16], len(packet))
 
     def counters(self) -> dict[str, int]:
         return {

@@ -620,6 +620,11 @@ class Daemon:
             "neighbours": neighbours,
             "engine": engine_status,
             "send_buffer": send_buffer,
+            # packets and bytes our apps sent per destination / we delivered per source
+            "flows": {
+                "originated": self.dp.originated.to_json() if self.dp else {},
+                "delivered": self.dp.delivered.to_json() if self.dp else {},
+            },
             "counters": {
                 "dataplane": self.dp.counters() if self.dp else {},
                 "drops": dict(self.drops),

@@ -40,6 +40,7 @@ from manetkit.lab.build import medium_from_scenario
 from manetkit.lab.medium import protocol as proto
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.lag import LagRecorder
+from manetkit.lab.medium.linktable import link_table
 from manetkit.lab.medium.mac import Delivery, Medium
 from manetkit.lab.radioport import RadioPort
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
@@ -450,16 +451,23 @@ class MediumServer:
                 **({"shared_radios": self.radios.stats()} if self.radios else {}),
                 "fidelity": {"lag_ms": self.lag.summary(now), "drops": self.drops()},
             }
+        if cmd == "links":
+            table = link_table(self.medium.refresh(now), self.medium.prop, bool(req.get("cs")))
+            return {"ok": True, "t": now, **table}
         if cmd == "fidelity":
+            since = req.get("since")
+            if since is not None and not isinstance(since, int | float):
+                raise ValueError(f"fidelity: since must be a number of seconds, not {since!r}")
+            lag = self.lag.to_wire(since=None if since is None else int(since))
             return {
                 "ok": True,
                 "t": now,
                 "radios": self.radios_design(),
-                "lag": self.lag.to_wire(),
+                "lag": lag,
                 "drops": self.drops(),
             }
         raise ValueError(
-            f"unknown cmd {cmd!r} (ping, positions, neighbours, move, link, stats, fidelity)"
+            f"unknown cmd {cmd!r} (ping, positions, neighbours, links, move, link, stats, fidelity)"
         )
 
     def drops(self) -> dict[str, dict[str, int]]:

@@ -1,7 +1,9 @@
-"""``manetkit bench smr``: flow pairs, the retransmission parser, the reconnecting
-TCP sender and its receiver (loopback; and in real namespaces through a fixed-RTO proxy
-pair whose partition timeout resets the connection), and (real namespaces) that the
-retransmission ratio reads the TCP connection that crosses the mesh."""
+"""The ``smr`` and ``retrans`` metric plug-ins and the reconnecting stream of
+``configs/experiments/smr.yaml``: the retransmission parser, SMR's counters per flow end,
+each SMR variant's daemon config, the reconnecting TCP sender and its receiver (loopback;
+and in real namespaces through a fixed-RTO proxy pair whose partition timeout resets the
+connection), and (real namespaces) that the retransmission ratio reads the TCP
+connection that crosses the mesh."""
 
 from __future__ import annotations
 
@@ -17,26 +19,24 @@ from pathlib import Path
 import pytest
 
 from manetkit import procs
-from manetkit.bench import expected, flap
-from manetkit.bench.smr import (
-    VARIANTS,
-    _daemon_extra,
-    counters,
-    endpoints,
-    flows,
-    flows_expected,
-    mesh_leg_retrans,
-    mesh_port,
-    sender_result,
-    ss_retrans,
-)
 from manetkit.daemon.config import DaemonConfig, parse_config
+from manetkit.experiment import execute, spec
+from manetkit.experiment.plugins.retrans import connection_ss, mesh_port, ss_retrans
+from manetkit.experiment.plugins.smr import counters, endpoints
 from manetkit.lab import stacks
+from manetkit.lab.scenario import load_scenario
 from manetkit.procs import wait_for
 from manetkit.proxy.config import ProxyConfig
 
 REPO = Path(__file__).resolve().parents[2]
 PEER_PORT = ProxyConfig.model_fields["peer_port"].default
+STREAM_PORT = 5299
+
+
+def mesh_leg_retrans(ns: str, peer: str, port: int) -> tuple[str, tuple[int, int] | None]:
+    text = connection_ss(ns, peer, port)
+    return text, ss_retrans(text)
+
 
 # Two mesh legs to one peer proxy (an old one being replaced, the live one).
 SS = """State Recv-Q Send-Q Local Address:Port Peer Address:Port
@@ -45,16 +45,6 @@ FIN-WAIT-1 0   4000   10.42.0.3:40000   10.42.0.9:4242
 ESTAB 0      87600  10.42.0.3:40002   10.42.0.9:4242
 \t cubic rto:1200 rtt:350.2/20 segs_out:800 segs_in:400 retrans:1/37
 """
-
-
-def test_flows_are_distinct_pairs_fixed_by_the_seed() -> None:
-    f = flows(1, 5, 0)
-    nodes = [n for _, s, d in f for n in (s, d)]
-    assert len(nodes) == len(set(nodes)) == 10 and all(1 <= n <= 50 for n in nodes)
-    assert f == flows(1, 5, 0) != flows(2, 5, 0)
-    assert [k for k, _, _ in flows(3, 1, 4)] == ["tcp"] + ["cbr"] * 4
-    # The TCP flow of 1tcp4cbr is the one of 1tcp with the same seed.
-    assert flows(3, 1, 4)[0] == flows(3, 1, 0)[0]
 
 
 def test_ss_sums_every_listed_socket() -> None:
@@ -92,10 +82,10 @@ def _in(ns: str, *args: str) -> subprocess.Popen[bytes]:
 
 @pytest.mark.netns
 def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: Path) -> None:
-    """A bulk transfer through a real proxy pair (fixed-rto, as the bench) with 1 in 8 of
+    """A bulk transfer through a real proxy pair (fixed-rto, as smr.yaml) with 1 in 8 of
     the mesh leg's segments dropped at the router: the query finds the proxy's mesh leg
     to the peer proxy (the one its status socket names), with about 1 in 8 segments
-    retransmitted. The application's own connection (what the bench read before:
+    retransmitted. The application's own connection (what was once read instead:
     ``dport`` the app's port) ends at the local proxy and shows next to none."""
     from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, sh
 
@@ -113,16 +103,16 @@ def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: P
         sh("nft", f"add rule inet mkt_break brk ip daddr {SERVER_IP} tcp dport {PEER_PORT} "
            "numgen random mod 8 == 0 drop", ns=chain.router)  # fmt: skip
         rx, tx = tmp_path / "recv.json", tmp_path / "send.json"
-        started.append(_in(chain.server, "manetkit.bench.flap", "recv",
-                           "--port", str(flap.PORT), "--out", str(rx)))  # fmt: skip
+        started.append(_in(chain.server, "manetkit.bench.stream", "recv",
+                           "--port", str(STREAM_PORT), "--out", str(rx)))  # fmt: skip
         wait_for(
-            lambda: f":{flap.PORT}" in sh("ss", "-ltn", ns=chain.server).stdout, 10, "receiver"
+            lambda: f":{STREAM_PORT}" in sh("ss", "-ltn", ns=chain.server).stdout, 10, "receiver"
         )
-        started.append(_in(chain.client, "manetkit.bench.flap", "send", "--addr", SERVER_IP,
-                           "--port", str(flap.PORT), "--out", str(tx)))  # fmt: skip
+        started.append(_in(chain.client, "manetkit.bench.stream", "send", "--addr", SERVER_IP,
+                           "--port", str(STREAM_PORT), "--out", str(tx)))  # fmt: skip
 
         def mesh() -> tuple[int, int] | None:
-            # as the bench: the leg's port from the source proxy's status socket
+            # as the plug-in: the leg's port from the source proxy's status socket
             port, _ = mesh_port(chain.status(chain.client), SERVER_IP)
             got = mesh_leg_retrans(chain.client, SERVER_IP, port)[1] if port else None
             return got if got and got[1] >= 800 else None
@@ -130,7 +120,7 @@ def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: P
         retrans, sent = wait_for(mesh, 60, "800 segments sent on the mesh leg")
         # 1 in 8 dropped: about 12 % retransmitted (binomial sd ~1 % at 800 segments)
         assert 0.04 < retrans / sent < 0.4, (retrans, sent)
-        text, app = mesh_leg_retrans(chain.client, SERVER_IP, flap.PORT)
+        text, app = mesh_leg_retrans(chain.client, SERVER_IP, STREAM_PORT)
         assert app is not None, "the app's connection to the server's port is listed"
         # local: at most a spurious tail-loss probe or two, whatever the mesh does
         assert app[0] / app[1] < retrans / sent / 3, text
@@ -147,33 +137,37 @@ def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: P
 
 
 def test_counters_sum_and_endpoints_keep_each_flow_end() -> None:
-    s0 = {1: {"counters": {"smr-switches": 1, "requests-sent": 2}}, 2: {"counters": {}}}
+    def st(counters: dict, **more: object) -> dict:
+        return {"engine": {"counters": counters, **more}}
+
+    s0 = {"n1": st({"smr-switches": 1, "requests-sent": 2}), "n2": st({})}
     s1 = {
-        1: {
-            "counters": {"smr-switches": 3, "requests-sent": 2, "mode": "x"},
-            "multipath": [{"dst": "10.42.0.2", "role": "primary"}],
-            "paths": [["10.42.0.1", "10.42.0.2"]],
-        },
-        2: {"counters": {"requests-sent": 1}},
-        3: {"counters": {"requests-sent": 4}},
-    }
+        "n1": st({"smr-switches": 3, "requests-sent": 2, "mode": "x"},
+                 multipath=[{"dst": "10.42.0.2", "role": "primary"}],
+                 paths=[["10.42.0.1", "10.42.0.2"]]),
+        "n2": st({"requests-sent": 1}),
+        "n3": st({"requests-sent": 4}),
+    }  # fmt: skip
     assert counters(s1) == {"smr-switches": 3, "requests-sent": 7}
-    ends = endpoints([("tcp", 1, 2), ("cbr", 3, 4)], s0, s1)
-    assert set(ends) == {"n1", "n2"}  # the CBR flow's ends are not TCP ends
+    ends = endpoints(["n1", "n2", "n1"], s0, s1)  # a node in two flows: once
+    assert set(ends) == {"n1", "n2"}
     assert ends["n1"]["counters"] == {"smr-switches": 2}
     assert ends["n1"]["multipath"] == [{"dst": "10.42.0.2", "role": "primary"}]
     assert ends["n1"]["cached_paths"] == 1
     assert ends["n2"] == {"counters": {"requests-sent": 1}, "multipath": [], "cached_paths": 0}
 
 
-def test_each_variant_gets_its_own_daemon_config(tmp_path: Path) -> None:
-    # What a lab node's daemon would run with, per variant: the extra config the bench
-    # points MANETKIT_LAB_DAEMON_CONFIG at, merged and validated as `lab up` does.
-    def config(variant: str) -> DaemonConfig:
-        with _daemon_extra(tmp_path, variant):
-            extra = stacks.extra_from_env()
-        protocol = VARIANTS[variant][0]
-        return parse_config(stacks.daemon_config("lab", "n1", protocol, extra))
+def test_each_variant_of_the_smr_spec_gets_its_own_daemon_config() -> None:
+    """What a lab node's daemon would run with, per stack of configs/experiments/smr.yaml:
+    the run's lab up overrides, the scenario's protocol sections, merged and validated as
+    `lab up` does."""
+    sp = spec.load_spec(REPO / "configs" / "experiments" / "smr.yaml")
+
+    def config(stack: str) -> DaemonConfig:
+        run = spec.Run("rwp-50", stack, "fixed-rto", 30.0, 1, "1tcp", lab_stack=sp.lab_stack(stack))
+        sc = load_scenario(sp.scenario_path("rwp-50"), execute.overrides_for(sp, run))
+        extra = stacks.scenario_daemon_extra(sc)
+        return parse_config(stacks.daemon_config("lab", "n1", sc.stack, extra))
 
     plain, ask = config("dsr"), config("dsr-rediscover")
     assert plain.protocol == ask.protocol == "dsr"
@@ -184,73 +178,10 @@ def test_each_variant_gets_its_own_daemon_config(tmp_path: Path) -> None:
         "first",
     )
     b1, b1c = config("backup1"), config("backup1-cache")
-    assert b1.smr.mode == b1c.smr.mode == "backup1"
+    assert b1.protocol == "smr" and b1.smr.mode == b1c.smr.mode == "backup1"
     assert (b1.smr.after_all_broken, b1c.smr.after_all_broken) == ("discover", "cache")
     assert (b1.smr.reply_wait_ms, config("backup1-wait300").smr.reply_wait_ms) == (100, 300)
-    # Two variants of one protocol (or SMR mode) no longer share one file.
-    names = {p.name for p in tmp_path.glob("daemon-*.yaml")}
-    assert names == {
-        f"daemon-{v}.yaml"
-        for v in (
-            "dsr",
-            "dsr-rediscover",
-            "dsr-first",
-            "backup1",
-            "backup1-cache",
-            "backup1-wait300",
-        )
-    }
-
-
-def test_sender_result_counts_attempts_after_the_first(tmp_path: Path) -> None:
-    out = tmp_path / "send.json"
-    out.write_text(
-        json.dumps({"sent": 9, "attempts": 4, "connects": 2, "errors": {"ECONNRESET": 3}})
-    )
-    assert sender_result(out) == {"reconnects": 3, "errors": {"ECONNRESET": 3}}
-    out.write_text(json.dumps({"sent": 9, "attempts": 1, "connects": 1, "errors": {}}))
-    assert sender_result(out)["reconnects"] == 0
-    assert sender_result(tmp_path / "none.json") == {
-        "reconnects": 0,
-        "errors": {"no sender report": 1},
-    }
-
-
-def test_each_tcp_flow_is_scored_against_its_own_pair_in_the_window() -> None:
-    # n1-n2 one hop for the whole window; n3-n4 two hops for 10 s, then partitioned
-    # for 10 s (T_inf = 0); the CBR flow n5->n6 is not a TCP flow and is not scored.
-    graph = [
-        {"wall": 100.0, "t": 0.0, "edges": [["n1", "n2"], ["n3", "n7"], ["n7", "n4"]]},
-        {"wall": 110.0, "t": 10.0, "edges": [["n1", "n2"]]},
-    ]
-    table = {1: 1000.0, 2: 500.0}
-    fl = [("tcp", 1, 2), ("tcp", 3, 4), ("cbr", 5, 6)]
-    got = flows_expected(fl, [800.0, 100.0], graph, 100.0, 120.0, table)
-    assert got["tcp_expected_kbps"] == [1000.0, 250.0]
-    assert got["mean_expected_kbps"] == 625.0
-    assert got["tcp_measured_over_expected"] == [0.8, 0.4]
-    assert got["measured_over_expected"] == round(450 / 625, 3)
-    assert got["expected"][1]["hops_s"] == {"2": 10.0, "inf": 10.0}
-    # no ground truth (the log was lost): nothing expected, nothing divided
-    none = flows_expected(fl, [800.0, 100.0], [], 100.0, 120.0, table)
-    assert none["tcp_expected_kbps"] == [None, None] and none["mean_expected_kbps"] is None
-    assert none["measured_over_expected"] is None
-
-
-def test_the_ceiling_is_the_variants_expected_over_dsrs_measured() -> None:
-    rs = [
-        {"mean_tcp_kbps": 300.0, "mean_expected_kbps": 600.0, "measured_over_expected": 0.5},
-        {"mean_tcp_kbps": 500.0, "mean_expected_kbps": 400.0, "measured_over_expected": 1.25},
-    ]
-    # bench/expected.py's summary on the keys bench smr's runs have
-    got = expected.summary(rs, 400.0, "mean_tcp_kbps", "mean_expected_kbps")
-    assert got["mean_expected_kbps"] == 500.0
-    assert got["measured_over_expected"] == 0.8  # mean over mean
-    assert got["measured_over_expected_per_seed"] == [0.5, 1.25]
-    assert got["ceiling_vs_dsr"] == 1.25  # no variant could beat DSR by more
-    assert (
-        expected.summary(rs, None, "mean_tcp_kbps", "mean_expected_kbps")["ceiling_vs_dsr"] is None
-    )
+    assert (config("concurrent").smr.mode, config("backup2").smr.mode) == ("concurrent", "backup2")
 
 
 def _free_port() -> int:
@@ -262,7 +193,8 @@ def _free_port() -> int:
 def _role(
     role: str, *args: str, ns: str | None = None, stderr: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "manetkit.bench.smr", role, *args]
+    more = ["--reconnect"] if role == "send" else ["--many"]
+    argv = [sys.executable, "-m", "manetkit.bench.stream", role, *more, *args]
     err = open(stderr, "wb") if stderr else subprocess.DEVNULL  # noqa: SIM115
     try:
         return subprocess.Popen(
@@ -280,7 +212,7 @@ def _says(path: Path, *words: str) -> bool:
 
 def test_the_sender_dials_again_after_a_refused_connect_and_a_reset(tmp_path: Path) -> None:
     """Loopback, no privileges: nobody listens (ECONNREFUSED), then a listener accepts
-    and resets the connection (SO_LINGER 0: a real RST), then the bench's receiver
+    and resets the connection (SO_LINGER 0: a real RST), then the stream's receiver
     listens: the sender dialled each time and its stream reached the receiver."""
     port = _free_port()
     tx, rx, err = tmp_path / "send.json", tmp_path / "recv.json", tmp_path / "send.err"
@@ -314,16 +246,15 @@ def test_the_sender_dials_again_after_a_refused_connect_and_a_reset(tmp_path: Pa
     # (a second reset: the receiver may exit before the sender at the end)
     assert sent["errors"].get("ECONNRESET", 0) + sent["errors"].get("EPIPE", 0) >= 1, sent
     assert sent["connects"] == 2 and sent["attempts"] >= 3, sent
-    assert sender_result(tx)["reconnects"] == sent["attempts"] - 1
     assert got["connections"] == 1 and got["bytes"] > 0, {
         k: got[k] for k in ("bytes", "connections")
     }
-    assert got["samples"][0][0] >= t_recv - 0.01  # monotonic, as flap.received_kbps reads
+    assert got["samples"][0][0] >= t_recv - 0.01  # monotonic, as stream.received_kbps reads
 
 
 @pytest.mark.netns
 def test_the_sender_comes_back_after_no_route_and_a_partition_reset(tmp_path: Path) -> None:
-    """Real namespaces and a fixed-RTO proxy pair, as the bench: the client has no route
+    """Real namespaces and a fixed-RTO proxy pair, as smr.yaml: the client has no route
     yet (connect: ENETUNREACH), then a route; the stream flows through the proxies; the
     router drops everything for longer than the proxies' partition timeout, so the
     client's proxy resets the application's connection (what killed three of fifteen
