@@ -67,6 +67,9 @@ class SharedRadios:
         self.replugged = 0
         # told (node id, on) when a node's radio0 turns promiscuous or back
         self.on_promiscuous: Callable[[int, bool], None] | None = None
+        # told (node id, False) when a node's radio0 was deleted, (node id, True) when it
+        # is back: meanwhile the medium treats the node as detached (it hears nothing)
+        self.on_air: Callable[[int, bool], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_frames: OnFrames | None = None
         self._tasks: list[asyncio.Task] = []
@@ -142,6 +145,9 @@ class SharedRadios:
         )
         self._loop.remove_reader(port.tap_fd)
         port.close_tap()
+        port.promiscuous = False  # the new radio0 starts without IFF_PROMISC
+        if self.on_air is not None:
+            self.on_air(port.node_id, False)
         self._loop.call_later(REPLUG_S, self._replug, port)
 
     def _replug(self, port: RadioPort) -> None:
@@ -151,6 +157,8 @@ class SharedRadios:
             log.error("cannot make %s's %s again: %s", port.node, port.interface, exc)
             return
         self.replugged += 1
+        if self.on_air is not None:
+            self.on_air(port.node_id, True)
         self._loop.add_reader(port.tap_fd, self._on_tap_readable, port)
         log.warning("%s's %s is back", port.node, port.interface)
 

@@ -4,12 +4,12 @@ One process per lab. With ``--radios shared`` (what ``lab up`` starts for a name
 lab) it also *is* every node's radio (``manetkit.lab.sharedradios``): it makes each
 node's TAP radio0 in the node's namespace, reads the frames a node sends straight from
 it and writes deliveries straight into the receivers' TAPs. With ``--radios process``
-(docker labs, ``lab up --radios process``) radio processes relay instead: it binds the
-radios' datagram socket (AF_UNIX, and optionally UDP), accepts ATTACH from node ids
-1..N, feeds every TX to the medium at the loop's current time, and sends out DELIVER and
-TXSTATUS datagrams as the medium's virtual schedule reaches them. Both can serve one lab
-at once only in the sense that the datagram socket is always bound (tests and tools may
-attach); a node whose TAP the medium owns refuses a radio process's ATTACH. A JSON-lines control socket moves nodes, forces links and reports state;
+(docker labs, ``lab up --radios process``) radio processes relay instead: it accepts
+their ATTACH from node ids 1..N on its datagram socket (AF_UNIX, and optionally UDP),
+feeds every TX to the medium at the loop's current time, and sends out DELIVER and
+TXSTATUS datagrams as the medium's virtual schedule reaches them (the socket is bound
+with shared radios too; an ATTACH for a node whose radio is the medium's is refused).
+A JSON-lines control socket moves nodes, forces links and reports state;
 the ground-truth log records the connectivity graph whenever it changes.
 
 Hot path: one readiness callback drains the socket (or a node's TAP) until EAGAIN (no
@@ -530,6 +530,7 @@ class MediumServer:
                 for port in self.radios:
                     self.medium.set_attached(port.node_id, True)
                 self.radios.on_promiscuous = self.medium.set_overhear
+                self.radios.on_air = self.medium.set_attached  # a deleted radio0
                 await self.radios.start(self.on_local_frames)
             if self.ground_truth_path is not None:
                 self.ground_truth_path.parent.mkdir(parents=True, exist_ok=True)
