@@ -24,6 +24,9 @@ ceiling per contention area, the figure to compare with the 4,500 frames/s goal.
 "Keeps up" means: delivered frames/s >= 95% of what the same sans-I/O model delivers on
 a fake clock for the same configuration (the model's own capacity, with its backoff
 statistics). CPU of the medium is read from /proc/<pid>/stat over the measured interval.
+
+With ``--oracle ns3`` the command instead runs the ns-3 reference curves the realistic
+profiles are validated against (:mod:`manetkit.bench.oracle.bench`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from rich.table import Table
 
 from manetkit import procs
 from manetkit.bench import report
+from manetkit.bench.oracle import bench as oracle
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.control import control
@@ -62,6 +66,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=3.0, help="seconds measured per run")
     parser.add_argument("--rates", default="2,11,24,54", help="rates (Mbps) for the 1-area runs")
     parser.add_argument("--nodes", type=int, default=10, help="synthetic radios (even)")
+    oracle.register_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -134,6 +139,10 @@ def measure(
             str(workdir / "gt.jsonl"),
             "--airtime-scale",
             repr(airtime_scale),
+            # normal scheduling: the capacity run saturates the medium, and this process's
+            # synthetic radios must keep their share of the CPU to measure it
+            "--realtime",
+            "0",
         ],
     )
     radios: dict[int, socket.socket] = {}
@@ -234,6 +243,8 @@ def measure(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.oracle:
+        return oracle.run(args)
     n = args.nodes
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     results = []

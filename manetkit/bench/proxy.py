@@ -33,16 +33,20 @@ import yaml
 from rich.table import Table
 
 from manetkit import paths, procs
-from manetkit.bench import flap, labrun, proxy_channel, report
+from manetkit.bench import labrun, proxy_channel, report, stream
 from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import netns, nodes
+from manetkit.lab.inventory import find_processes
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 from manetkit.paths import netns_name
 
 GOAL_LAB_PCT = 2.0
 GOAL_FAST_MBPS = 500.0
 OWN_MARK = 0x4D4B  # ProxyConfig.own_mark's default: the redirect rules skip it
+PORT = 5299
+SRC = "n1"
 
 
 # --- (a) the lab chain ---------------------------------------------------------------------------
@@ -60,17 +64,20 @@ def _mesh0_packets(lab: str, node: str) -> dict[str, int]:
 def _transfer(
     lab: str, work: Path, tag: str, mark: int | None, warmup: float, secs: float, dst: str
 ) -> dict:
-    """One bulk transfer n1 -> ``dst`` (flap's sender/receiver); goodput of its window and
-    the packets each end's mesh0 carried in it (data forward, acknowledgements back)."""
+    """One bulk transfer n1 -> ``dst`` (the stream's sender and receiver,
+    manetkit.bench.stream); goodput of its window and the packets each end's mesh0 carried
+    in it (data forward, acknowledgements back)."""
     rx, tx = work / f"{tag}-recv.json", work / f"{tag}-send.json"
     for f in (rx, tx, rx.with_suffix(".first")):
         f.unlink(missing_ok=True)
     addr = f"10.42.0.{dst.removeprefix('n')}"
-    r = flap._ns_python(lab, dst, "recv", "--port", str(flap.PORT), "--out", str(rx))
+    r = labrun.ns_python(lab, dst, "manetkit.bench.stream", "recv", "--port", str(PORT),
+                         "--out", str(rx))  # fmt: skip
     time.sleep(0.3)
     extra = ["--mark", str(mark)] if mark else []
-    s = flap._ns_python(
-        lab, flap.SRC, "send", "--addr", addr, "--port", str(flap.PORT), "--out", str(tx), *extra
+    s = labrun.ns_python(
+        lab, SRC, "manetkit.bench.stream", "send", "--addr", addr, "--port", str(PORT),
+        "--out", str(tx), *extra,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
@@ -80,18 +87,18 @@ def _transfer(
             time.sleep(0.1)
         t0 = time.monotonic() + warmup
         time.sleep(warmup)
-        before = {n: _mesh0_packets(lab, n) for n in (flap.SRC, dst)}
-        cpu0 = _proxy_cpu(lab, (flap.SRC, dst))
+        before = {n: _mesh0_packets(lab, n) for n in (SRC, dst)}
+        cpu0 = _proxy_cpu(lab, (SRC, dst))
         time.sleep(secs)
-        cpu1 = _proxy_cpu(lab, (flap.SRC, dst))
-        after = {n: _mesh0_packets(lab, n) for n in (flap.SRC, dst)}
+        cpu1 = _proxy_cpu(lab, (SRC, dst))
+        after = {n: _mesh0_packets(lab, n) for n in (SRC, dst)}
     finally:
         procs.stop_all((r, s), grace=10)
     res = json.loads(rx.read_text())
     samples = [(float(a), int(b)) for a, b in res["samples"]]
-    intact = res["bytes"] > 0 and res["sha256"] == flap.stream_sha256(res["bytes"])
-    kbps = flap.goodput_kbps(samples, t0, t0 + secs)
-    fwd = after[flap.SRC]["tx_packets"] - before[flap.SRC]["tx_packets"]
+    intact = res["bytes"] > 0 and res["sha256"] == stream.stream_sha256(res["bytes"])
+    kbps = stream.goodput_kbps(samples, t0, t0 + secs)
+    fwd = after[SRC]["tx_packets"] - before[SRC]["tx_packets"]
     back = after[dst]["tx_packets"] - before[dst]["tx_packets"]
     mbytes = kbps * secs / 8 / 1000 or None
     return {
@@ -132,7 +139,7 @@ def _restart_proxies(lab: str, names: tuple[str, ...], overrides: dict) -> None:
         if not base_path.exists():
             base_path.write_text(cfg_path.read_text())
         cfg = yaml.safe_load(base_path.read_text()) | overrides
-        for pid in nodes.find_processes(lab) & netns.pids_in([netns_name(lab, node)]):
+        for pid in find_processes(lab) & netns.pids_in([netns_name(lab, node)]):
             if "manetkit.proxy" in " ".join(netns.cmdline(pid)):
                 procs.terminate({pid}, grace=5)
         cfg_path.write_text(yaml.safe_dump(cfg))
@@ -160,12 +167,12 @@ def bench_lab(args: argparse.Namespace, work: Path, hops: int) -> dict:
     results: dict[str, list[dict]] = {v: [] for v in variants}
     nodes.down(lab)
     try:
-        nodes.up(flap.SHIPPED / f"chain-{hops + 1}.yaml", name=lab, overrides=overrides)
+        nodes.up(SHIPPED_SCENARIOS / f"chain-{hops + 1}.yaml", name=lab, overrides=overrides)
         current: str | None = None
         for i in range(args.rounds):
             for v in variants:
                 if v != "plain" and v != current:
-                    _restart_proxies(lab, (flap.SRC, dst), variant_config(v, work))
+                    _restart_proxies(lab, (SRC, dst), variant_config(v, work))
                     current = v
                 mark = OWN_MARK if v == "plain" else None
                 results[v].append(
