@@ -34,6 +34,7 @@ from manetkit.lab.medium import protocol as proto
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.lag import LagRecorder
 from manetkit.lab.medium.mac import Delivery, Medium
+from manetkit.lab.medium.realistic import RealisticMedium
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
 
 log = logging.getLogger("manetkit.medium")
@@ -134,7 +135,9 @@ class MediumServer:
         self.control_group = control_group
         self.ground_truth_path = ground_truth
         self.udp = udp
-        self.medium: Medium = medium_from_scenario(scenario, airtime_scale=airtime_scale)
+        self.medium: Medium | RealisticMedium = medium_from_scenario(
+            scenario, airtime_scale=airtime_scale
+        )
         for i in range(1, self.n + 1):
             self.medium.set_attached(i, False)  # until its radio says ATTACH
         self.addr_node: dict[Any, int] = {}
@@ -392,7 +395,7 @@ class MediumServer:
         shell could not hand a DELIVER or TXSTATUS to a radio): lab/fidelity.py."""
         c = self.medium.counters
         return {
-            "modelled": {k: c[k] for k in ("queue_drops", "random_losses", "interference_losses")},
+            "modelled": {k: c[k] for k in self.medium.MODELLED_DROPS},
             "unmodelled": {
                 "medium_send_drops": self.counters["send_drops"],
                 "medium_send_errors": self.counters["send_errors"],
@@ -430,7 +433,7 @@ class MediumServer:
             if self.ground_truth_path is not None:
                 self.ground_truth_path.parent.mkdir(parents=True, exist_ok=True)
                 self._gt_file = open(self.ground_truth_path, "a")  # noqa: SIM115 (closed below)
-                self._gt = GroundTruthLog(self._gt_file, wall0)
+                self._gt = GroundTruthLog(self._gt_file, wall0, self.medium.link_rule())
             self._observe_graph(force=True)
             tasks.append(asyncio.create_task(self._ground_truth_task()))
             # The control socket is bound last: once it answers, everything is up.
