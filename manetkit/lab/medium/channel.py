@@ -38,7 +38,12 @@ import math
 import numpy as np
 
 from manetkit.lab.medium.airtime import mpdu_bytes
-from manetkit.lab.medium.errormodels import BitErrorTable, frame_layout, sinr_for_success
+from manetkit.lab.medium.errormodels import (
+    SHARED_TABLE,
+    BitErrorTable,
+    frame_layout,
+    sinr_for_success,
+)
 from manetkit.lab.medium.mobility import World
 from manetkit.lab.medium.pathloss import LogDistance
 from manetkit.lab.medium.power import noise_floor_dbm
@@ -56,7 +61,7 @@ def usable_snr_db(profile: PhyProfile, table: BitErrorTable | None = None) -> fl
     """Mean SNR (dB) at which the ground truth calls a link usable (see module doc)."""
     rate = profile.rate_mbps if profile.rate_control == "fixed" else min(profile.rates)
     layout = frame_layout(mpdu_bytes(USABLE_PACKET_BYTES + 14), rate)
-    return sinr_for_success(table or BitErrorTable(), layout, 1.0 - profile.usable_per)
+    return sinr_for_success(table or SHARED_TABLE, layout, 1.0 - profile.usable_per)
 
 
 class LinkBudget:
@@ -125,7 +130,7 @@ class Channel:
         self.noise_dbm = np.array(
             [floor + (offsets[i].noise_figure_db if i in offsets else 0.0) for i in range(n)]
         )
-        self.table = BitErrorTable()
+        self.table = SHARED_TABLE
         self.usable_snr_db = usable_snr_db(profile, self.table)
         margin = FADE_MARGIN_DB if profile.nakagami_m else 0.0
         self.audible_floor_dbm = (

@@ -97,11 +97,12 @@ def _q(x: np.ndarray) -> np.ndarray:
     return 0.5 * np.array([erfc(v * r) for v in x.tolist()])
 
 
-def cck_symbol_error(e: float, points: int = 4001) -> float:
+def cck_symbol_error(e: float, points: int = 801) -> float:
     """Symbol error probability of 16-ary biorthogonal signalling (Pursley & Royster eq.
     18) at symbol energy over noise ``e``, written as
     Phi(-b) + integral_{-b}^{inf} (1 - (1 - 2 Q(x + b))^7) phi(x) dx, b = sqrt(2 e), so
-    that small error probabilities keep their precision (Simpson's rule on |x| <= 9)."""
+    that small error probabilities keep their precision (Simpson's rule on |x| <= 9,
+    801 points: within 1e-9 relative of a 4001-point integral)."""
     b = math.sqrt(2.0 * e)
     lo = max(-b, -9.0)
     if lo >= 9.0:
@@ -172,7 +173,8 @@ def log_success_per_bit(m: Mode, sinr: float) -> float:
 
 
 class BitErrorTable:
-    """Cached :func:`log_success_per_bit` on a 0.01 dB grid, per mode."""
+    """Cached :func:`log_success_per_bit` on a 0.01 dB grid, per mode (one shared
+    instance, :data:`SHARED_TABLE`, serves every medium of a process)."""
 
     __slots__ = ("_cache",)
 
@@ -193,6 +195,9 @@ class BitErrorTable:
 
     def lpb(self, m: Mode, sinr: float) -> float:
         return self.lpb_db(m, 10.0 * math.log10(sinr) if sinr > 0 else -math.inf)
+
+
+SHARED_TABLE = BitErrorTable()
 
 
 # --- a frame's PHY layout ------------------------------------------------------------------

@@ -113,24 +113,20 @@ class _Ppdu:
         "xchg",
         "start",
         "end",
-        "hdr0",
-        "hdr1",
-        "hdr_mode",
-        "hdr_bps",
-        "pay_mode",
-        "pay_bps",
-        "rx",
+        "lay",
         "pw",
+        "locked_rx",
     )
 
-    def __init__(self, src: int, kind: int, xchg: _Exchange, start: float, end: float):
+    def __init__(self, src: int, kind: int, xchg: _Exchange, start: float, end: float, lay: tuple):
         self.src = src
         self.kind = kind
         self.xchg = xchg
         self.start = start
         self.end = end
-        self.rx: list[int] = []
-        self.pw: list[float] = []
+        self.lay = lay  # RealisticMedium._layout's tuple
+        self.pw: list[float] = []  # received power at every node (0: out of earshot)
+        self.locked_rx: list[int] = []  # nodes that locked onto it (some may have left)
 
 
 class _Exchange:
@@ -188,17 +184,17 @@ class _Node:
         "sent",
         "received",
         "busy_s",
-        "energy",
-        "nsig",
         "locked",
         "lock_pw",
         "lock_t",
         "lock_lp",
         "lock_hit",
         "nq",
+        "index",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, index: int) -> None:
+        self.index = index
         self.queues: list[deque[bytes]] = [deque(), deque(), deque(), deque()]
         self.pending: list[_Exchange | None] = [None, None, None, None]
         self.cw = [0, 0, 0, 0]
@@ -217,9 +213,8 @@ class _Node:
         self.sent = 0
         self.received = 0
         self.busy_s = 0.0
-        # PHY: summed power of the signals on the air here, their number, the lock
-        self.energy = 0.0
-        self.nsig = 0
+        # PHY: the frame it is receiving (valid while that frame is on the air), its power,
+        # the end of its last closed chunk and the chunks' summed log success
         self.locked: _Ppdu | None = None
         self.lock_pw = 0.0
         self.lock_t = 0.0
@@ -309,17 +304,19 @@ class RealisticMedium:
         self._coh_k = CLARKE_COHERENCE * SPEED_OF_LIGHT / profile.frequency_hz
         self._layouts: dict[tuple[int, float], tuple] = {}
 
-        self.nodes = [_Node() for _ in range(n)]
+        self.nodes = [_Node(k) for k in range(n)]
         for nd in self.nodes:
             nd.cw = list(self.cw_min)
         self._heap: list[tuple] = []
         self._seq = 0
+        self._air: list[_Ppdu] = []  # transmissions on the air now
+        self._ppdus = 0
+        self._airtime = 0.0
         self._events: deque[MediumEvent] = deque()
         self._overhearers = 0
-        self.counters: dict[str, float] = {
+        self._counters: dict[str, int | float] = {
             "frames_in": 0,
             "transmissions": 0,
-            "ppdus": 0,
             "delivered": 0,
             "broadcast": 0,
             "unicast_ok": 0,
@@ -333,11 +330,11 @@ class RealisticMedium:
             "captured": 0,
             "acks_lost": 0,
             "overheard": 0,
-            "airtime_s": 0.0,
         }
         self.on_snapshot: Callable[[LinkBudget], None] | None = None
         self.snapshot: LinkBudget = self.channel.snapshot(0.0)
         self._snap_version = world.version
+        self._mobile = world.mobile
 
     # --- timings ----------------------------------------------------------------------
 
@@ -384,6 +381,7 @@ class RealisticMedium:
             or (self.world.mobile and t - snap.t >= self.refresh_s)
         ):
             self._snap_version = self.world.version
+            self._mobile = self.world.mobile
             snap = self.snapshot = self.channel.snapshot(t)
             if self.on_snapshot is not None:
                 self.on_snapshot(snap)
@@ -416,13 +414,13 @@ class RealisticMedium:
         """Node ``src`` hands a frame to its MAC; False if its queue was full."""
         if self._heap and self._heap[0][0] <= now:
             self.handle_timer(now)
-        self.counters["frames_in"] += 1
+        self._counters["frames_in"] += 1
         nd = self.nodes[src - 1]
         ac = access_category(frame) if self.wmm else AC_BE
         q = nd.queues[ac]
         if len(q) >= self.queue_frames:
             nd.drops += 1
-            self.counters["queue_drops"] += 1
+            self._counters["queue_drops"] += 1
             return False
         q.append(frame)
         nd.nq += 1
@@ -512,7 +510,7 @@ class RealisticMedium:
                 x.chain = self.rates.chain(t, dst)
                 x.rts = x.mpdu > self.rts_threshold
         nd.state = TX
-        self.counters["transmissions"] += 1
+        self._counters["transmissions"] += 1
         if x.dst == -1:
             self._send(i, BCAST, x, t, x.mpdu, self.basic)
             return
@@ -540,23 +538,26 @@ class RealisticMedium:
 
     def _send(self, i: int, kind: int, x: _Exchange, t: float, mpdu: int, rate: float) -> None:
         """Put one PPDU on the air from node ``i``."""
-        dur, h0, h1, hmode, hbps, pmode, pbps = self._layout(mpdu, rate)
+        lay = self._layout(mpdu, rate)
+        dur = lay[0]
         end = t + dur
-        p = _Ppdu(i, kind, x, t, end)
-        p.hdr0, p.hdr1, p.hdr_mode, p.hdr_bps = t + h0, t + h1, hmode, hbps
-        p.pay_mode, p.pay_bps = pmode, pbps
+        p = _Ppdu(i, kind, x, t, end, lay)
         nodes = self.nodes
         nd = nodes[i]
-        c = self.counters
-        c["ppdus"] += 1
-        c["airtime_s"] += dur
+        c = self._counters
+        self._ppdus += 1
+        self._airtime += dur
         nd.busy_s += dur
         if nd.locked is not None:  # half duplex: whatever it was receiving is lost
             nd.locked = None
             c["aborted"] += 1
         nd.tx_until = end
         self._defer(i, t, end, own=True)
-        snap = self.refresh(t)
+        snap = self.snapshot
+        if self.world.version != self._snap_version or (
+            self._mobile and t - snap.t >= self.refresh_s
+        ):
+            snap = self.refresh(t)
         mean = snap.mean_w[i]
         noise = snap.noise_w
         blocked = snap.blocked
@@ -576,7 +577,9 @@ class RealisticMedium:
         # when they decode it, EIFS when they do not (the same instant).
         hold = end + self.sifs + self._ack if kind == DATA else end
         slot, aifs = self.slot, self.aifs
-        rx, pw = p.rx, p.pw
+        pw = p.pw = [0.0] * n
+        locked_rx = p.locked_rx
+        air = self._air
         chunk = self._chunk
         push = self._push
         for r in snap.audible[i]:
@@ -591,34 +594,37 @@ class RealisticMedium:
                     pr *= g
                 else:
                     pr *= h[1]
-            rx.append(r)
-            pw.append(pr)
+            pw[r] = pr
             m = nodes[r]
-            if m.locked is not None:
-                chunk(m, m.locked, t, noise[r])
-            energy = m.energy = m.energy + pr
-            m.nsig += 1
+            lk = m.locked
+            if lk is not None and lk.end <= t:
+                lk = m.locked = None  # that frame has ended
             until = end if pr >= ed_w else 0.0
-            if m.tx_until > t or not m.attached:
-                pass
-            elif m.locked is None:
+            if lk is not None:
+                chunk(m, lk, t, noise[r])  # the interference is about to change
                 if (
-                    pr >= detect_w
-                    and pr >= detect_snr * (noise[r] + energy - pr)
+                    capture
+                    and pr >= capture * m.lock_pw
+                    and pr >= detect_w
+                    and m.tx_until <= t
                     and (not blocked or i * n + r not in blocked)
                 ):
-                    m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
-                    m.lock_hit = energy - pr > 1e-3 * noise[r]
+                    c["captured"] += 1
+                    m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
+                    locked_rx.append(r)
                     until = hold
-            elif (
-                capture
-                and pr >= capture * m.lock_pw
-                and pr >= detect_w
-                and (not blocked or i * n + r not in blocked)
-            ):
-                c["captured"] += 1
-                m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
-                until = hold
+            elif pr >= detect_w and m.tx_until <= t and m.attached:
+                other = 0.0
+                if air:
+                    for q in air:
+                        other += q.pw[r]
+                if pr >= detect_snr * (noise[r] + other) and (
+                    not blocked or i * n + r not in blocked
+                ):
+                    m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
+                    m.lock_hit = other > 1e-3 * noise[r]
+                    locked_rx.append(r)
+                    until = hold
             if until > m.busy_until:  # CCA busy: freeze its countdown (see _defer)
                 m.busy_until = until
                 if m.state == CONTEND and m.start_at - t >= slot:
@@ -628,28 +634,35 @@ class RealisticMedium:
                     m.start_at = m.count_from + m.backoff * slot
                     m.gen += 1
                     push(m.start_at, _START, r, m.gen)
+        air.append(p)
         self._push(end, _END, i, 0, p)
 
     def _chunk(self, m: _Node, p: _Ppdu, t: float, noise_w: float) -> None:
         """Close the chunk of ``m``'s locked frame ``p`` up to ``t`` (the interference is
-        about to change): add its bits' log success at the chunk's SINR."""
+        about to change): add its bits' log success at the chunk's SINR, the interference
+        being every other transmission on the air at ``m``."""
         a = m.lock_t
         if t <= a:
             return
-        interference = m.energy - m.lock_pw
+        r = m.index
+        interference = 0.0
+        for q in self._air:
+            if q is not p:
+                interference += q.pw[r]
         if interference > 1e-3 * noise_w:
             m.lock_hit = True
-        elif interference < 0:
-            interference = 0.0
         sinr_db = 10.0 * math.log10(m.lock_pw / (noise_w + interference))
         lpb = self.table.lpb_db
+        _, h0, h1, hmode, hbps, pmode, pbps = p.lay
+        h0 += p.start
+        h1 += p.start
         lp = 0.0
-        ov = min(t, p.hdr1) - max(a, p.hdr0)
+        ov = min(t, h1) - max(a, h0)
         if ov > 0:
-            lp += ov * p.hdr_bps * lpb(p.hdr_mode, sinr_db)
-        ov = min(t, p.end) - max(a, p.hdr1)
+            lp += ov * hbps * lpb(hmode, sinr_db)
+        ov = min(t, p.end) - max(a, h1)
         if ov > 0:
-            lp += ov * p.pay_bps * lpb(p.pay_mode, sinr_db)
+            lp += ov * pbps * lpb(pmode, sinr_db)
         m.lock_lp += lp
         m.lock_t = t
 
@@ -671,7 +684,7 @@ class RealisticMedium:
         """A PPDU ends: each receiver locked onto it decodes it or not; the exchange goes on."""
         nodes = self.nodes
         noise = self.snapshot.noise_w
-        c = self.counters
+        c = self._counters
         decoded: list[tuple[int, float]] = []
         failed: list[int] = []
         kind = p.kind
@@ -688,23 +701,29 @@ class RealisticMedium:
             only, listeners = -3, 1
         chunk = self._chunk
         decide = self._decoded
-        for r, pr in zip(p.rx, p.pw):  # noqa: B905 (same length by construction)
+        air = self._air
+        pw = p.pw
+        if len(air) > 1:  # receivers of other frames that hear this one: their SINR changes
+            for q in air:
+                if q is not p:
+                    for r in q.locked_rx:
+                        m = nodes[r]
+                        if m.locked is q and pw[r] > 0.0:
+                            chunk(m, q, t, noise[r])
+        for r in p.locked_rx:
             m = nodes[r]
-            lk = m.locked
-            if lk is p:
-                m.locked = None
-                if r == only or (listeners and (only == -3 or m.overhear)):
-                    chunk(m, p, t, noise[r])
-                    if decide(m):
-                        decoded.append((r, pr))
-                    else:
-                        failed.append(r)
-                        if r == target or kind == BCAST:
-                            c["interference_losses" if m.lock_hit else "phy_losses"] += 1
-            elif lk is not None:
-                chunk(m, lk, t, noise[r])
-            m.nsig -= 1
-            m.energy = m.energy - pr if m.nsig else 0.0
+            if m.locked is not p:
+                continue  # it left for a stronger frame, or transmitted
+            m.locked = None
+            if r == only or (listeners and (only == -3 or m.overhear)):
+                chunk(m, p, t, noise[r])
+                if decide(m):
+                    decoded.append((r, pw[r]))
+                else:
+                    failed.append(r)
+                    if r == target or kind == BCAST:
+                        c["interference_losses" if m.lock_hit else "phy_losses"] += 1
+        air.remove(p)
         if failed and kind != ACK and kind != DATA:  # data: deferred at its start
             until = t + self.sifs + self._ack  # EIFS - DIFS
             for r in failed:
@@ -749,7 +768,7 @@ class RealisticMedium:
     def _broadcast_end(
         self, p: _Ppdu, x: _Exchange, t: float, decoded: list[tuple[int, float]]
     ) -> None:
-        c = self.counters
+        c = self._counters
         c["broadcast"] += 1
         i, frame, nodes = x.src, x.frame, self.nodes
         for r, pr in decoded:
@@ -763,7 +782,7 @@ class RealisticMedium:
 
     def _data_end(self, p: _Ppdu, x: _Exchange, t: float, decoded: list[tuple[int, float]]) -> None:
         nodes = self.nodes
-        c = self.counters
+        c = self._counters
         dst, i = x.dst, x.src
         got = None
         for r, pr in decoded:  # listeners deferred to the ACK's end when they locked on
@@ -803,7 +822,7 @@ class RealisticMedium:
     def _succeeded(self, i: int, x: _Exchange, t: float) -> None:
         nd = self.nodes[i]
         self.rates.attempted(t, x.dst, x.rate, True)
-        self.counters["unicast_ok"] += 1
+        self._counters["unicast_ok"] += 1
         if x.attempt:
             self._events.append(TxStatus(t, i + 1, x.frame[:6], x.attempt, True, b""))
         nd.cw[x.ac] = self.cw_min[x.ac]
@@ -813,7 +832,7 @@ class RealisticMedium:
         """The attempt got no (decodable) response: retry or give up."""
         nd = self.nodes[i]
         self.rates.attempted(t, x.dst, x.rate, False)
-        c = self.counters
+        c = self._counters
         if x.attempt >= self.retry_limit:
             c["unicast_failed"] += 1
             self._events.append(TxStatus(t, i + 1, x.frame[:6], x.attempt, False, x.frame))
@@ -849,6 +868,14 @@ class RealisticMedium:
         snap = self.refresh(t)
         i = node - 1
         return [(j + 1, snap.dbm[i][j]) for j in snap.rx[i]]
+
+    @property
+    def counters(self) -> dict[str, int | float]:
+        """What happened so far (the ns2 MAC's keys, and the realistic ones)."""
+        c = self._counters
+        c["ppdus"] = self._ppdus
+        c["airtime_s"] = self._airtime
+        return c
 
     def stats(self) -> dict:
         return {
