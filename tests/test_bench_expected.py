@@ -68,3 +68,22 @@ def test_summary_row_gives_measured_over_expected_and_the_ceiling_over_the_basel
     other = expected.summary([{"mean_tcp_kbps": 300.0, "mean_expected_kbps": 900.0}], 450.0,
                              measured="mean_tcp_kbps", expected="mean_expected_kbps")  # fmt: skip
     assert (other["measured_over_expected"], other["ceiling_vs_dsr"]) == (0.333, 2.0)
+
+
+def test_ground_truth_and_chain_table_must_share_a_profile(tmp_path):
+    from manetkit.errors import UserError
+
+    rule = "outdoor 802.11b: PER of a 1500-byte packet at 11 Mbit/s <= 0.1 on the mean SNR"
+    realistic = [{**LOG[0], "rule": rule}, *LOG[1:]]
+    assert expected.log_profile(realistic) == "outdoor" and expected.log_profile(LOG) is None
+    with pytest.raises(UserError, match="measured on ns2"):
+        expected.expected_for_pair(realistic, "n1", "n3", 105.0, 120.0)  # the ns2 default table
+    table = {1: 4000.0, 2: 2000.0}
+    got = expected.expected_for_pair(realistic, "n1", "n3", 105.0, 120.0, table, "outdoor")
+    assert got["expected_kbps"] == pytest.approx((5 * 2000 + 5 * 4000) / 15, abs=0.05)
+    bench = tmp_path / "chain.json"
+    bench.write_text(json.dumps({"hops": [1], "throughput_bps": [4e6], "profile": "outdoor"}))
+    assert expected.chain_table_profile(bench) == "outdoor"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"hops": [1], "throughput_bps": [1.4e6], "radio": {}}))
+    assert expected.chain_table_profile(old) == "ns2"

@@ -173,3 +173,25 @@ def test_channel_shadowing_is_the_same_however_often_it_is_sampled():
     for t in (0.3, 1.1, 2.0):
         b.snapshot(t)
     assert np.array_equal(a.shadowing.db, b.shadowing.db)
+
+
+def test_ground_truth_log_states_its_rule_and_the_scenario_events_follow_it(tmp_path):
+    from manetkit.lab.build import medium_from_scenario, scenario_events
+    from manetkit.lab.medium.groundtruth import GroundTruthLog, link_rule, snapshot_edges
+    from manetkit.lab.scenario import scenario_from_dict
+
+    sc = scenario_from_dict(
+        {
+            "nodes": 3,
+            "radio": {"profile": "outdoor", "rate_mbps": 11, "shadowing_sigma_db": 0},
+            "mobility": {"model": "static", "layout": {"kind": "line", "spacing": 100}},
+        }
+    )
+    events = scenario_events(sc)
+    assert events[0]["edges"] == [["n1", "n2"], ["n2", "n3"]]  # 200 m is beyond 119 m
+    assert link_rule(events).startswith("outdoor 802.11b: PER of a 1500-byte packet at 11")
+    m = medium_from_scenario(sc)
+    log = GroundTruthLog(None, 0.0, m.link_rule())
+    ev = log.observe(0.0, snapshot_edges(m.refresh(0.0, force=True)))
+    assert ev["edges"] == events[0]["edges"] and ev["rule"] == link_rule(events)
+    assert "rule" not in log.observe(1.0, [["n1", "n2"]])  # only the first line carries it

@@ -64,6 +64,20 @@ def usable_snr_db(profile: PhyProfile, table: BitErrorTable | None = None) -> fl
     return sinr_for_success(table or SHARED_TABLE, layout, 1.0 - profile.usable_per)
 
 
+def usable_distance_m(profile: PhyProfile) -> float:
+    """Where the usable-link rule's edge lies without shadowing (mean path loss only)."""
+    budget = (
+        profile.tx_power_dbm
+        + 2 * profile.antenna_gain_dbi
+        - noise_floor_dbm(profile.bandwidth_hz, profile.noise_figure_db)
+        - usable_snr_db(profile)
+    )
+    pl = LogDistance(
+        profile.path_loss_exponent, profile.reference_distance_m, profile.reference_loss_db
+    )
+    return pl.distance_for_loss(budget)
+
+
 class LinkBudget:
     """The channel at time ``t``; node indexes are 0-based. ``rx`` / ``dbm`` /
     :meth:`edges` have the meaning of the two-ray :class:`~.topology.Snapshot`'s (usable
