@@ -285,3 +285,14 @@ def test_stats_and_neighbours_have_the_ns2_shape():
     for key in realistic.RealisticMedium.MODELLED_DROPS:
         assert key in m.counters
     assert [n for n, _ in m.neighbours(1, 1.0)] == [2]
+
+
+def test_detaching_a_contending_node_cancels_its_start():
+    m = medium([(0.0, 0.0), (20.0, 0.0)])
+    for _ in range(3):
+        m.transmit(0.0, 1, frame(1, 2))
+    while m.counters["unicast_ok"] == 0:
+        m.handle_timer(m.get_timer())
+    m.set_attached(1, False)
+    d, s = run(m, 1.0, t=0.01)
+    assert s == [] and m.get_timer() is None and m.queue_length(1) == 0

@@ -269,6 +269,9 @@ class Medium:
             nd.queue.clear()
             if head is not None:
                 nd.queue.append(head)
+            elif nd.state == CONTEND:
+                nd.state = IDLE  # nothing left to contend for
+                nd.gen += 1  # its scheduled start is void
 
     def set_overhear(self, node: int, on: bool) -> None:
         """Node ``node`` wants (or no longer wants) other nodes' unicasts it can hear.

@@ -402,6 +402,9 @@ class RealisticMedium:
                 if keep is not None:
                     q.append(keep)
             nd.nq = sum(len(q) for q in nd.queues)
+            if nd.state == CONTEND and not nd.queues[nd.ac]:
+                nd.state = IDLE  # nothing left to contend for
+                nd.gen += 1  # its scheduled start is void
 
     def set_overhear(self, node: int, on: bool) -> None:
         nd = self.nodes[node - 1]
