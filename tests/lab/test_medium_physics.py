@@ -195,3 +195,14 @@ def test_ground_truth_log_states_its_rule_and_the_scenario_events_follow_it(tmp_
     ev = log.observe(0.0, snapshot_edges(m.refresh(0.0, force=True)))
     assert ev["edges"] == events[0]["edges"] and ev["rule"] == link_rule(events)
     assert "rule" not in log.observe(1.0, [["n1", "n2"]])  # only the first line carries it
+
+
+def test_every_profile_parameter_is_documented():
+    from pathlib import Path
+
+    from manetkit.lab.medium.profiles import PARAMETERS
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    medium, scenario = (docs / "medium.md").read_text(), (docs / "scenario.md").read_text()
+    for name in [*PARAMETERS, "node_offsets", "standard"]:
+        assert f"`{name}`" in medium and f"`{name}" in scenario, name
