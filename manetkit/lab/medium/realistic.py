@@ -263,6 +263,9 @@ class RealisticMedium:
         )
         self.channel = Channel(profile, world, seed, step_s=refresh_s)
         self.table: BitErrorTable = self.channel.table
+        # Tabulate every rate this medium can use now, not when a frame needs it.
+        headers = (1.0, 2.0) if profile.standard == "802.11b" else (6.0,)
+        self.table.warm({*profile.rates, *headers})
 
         self._us = us = 1e-6 * airtime_scale
         phy = DSSS if profile.standard == "802.11b" else OFDM
