@@ -554,9 +554,9 @@ class RealisticMedium:
         self._ppdus += 1
         self._airtime += dur
         nd.busy_s += dur
-        if nd.locked is not None:  # half duplex: whatever it was receiving is lost
-            nd.locked = None
+        if nd.locked is not None and nd.locked.end > t:  # half duplex: its reception is lost
             c["aborted"] += 1
+        nd.locked = None
         nd.tx_until = end
         self._defer(i, t, end, own=True)
         snap = self.snapshot
@@ -635,7 +635,8 @@ class RealisticMedium:
                 m.busy_until = until
                 if m.state == CONTEND and m.start_at - t >= slot:
                     if t > m.count_from:
-                        m.backoff = max(0, m.backoff - int((t - m.count_from) / slot + 1e-6))
+                        left = m.backoff - int((t - m.count_from) / slot + 1e-6)
+                        m.backoff = left if left > 0 else 0
                     m.count_from = until + aifs[m.ac]
                     m.start_at = m.count_from + m.backoff * slot
                     m.gen += 1
@@ -716,12 +717,15 @@ class RealisticMedium:
                         m = nodes[r]
                         if m.locked is q and pw[r] > 0.0:
                             chunk(m, q, t, noise[r])
-        for r in p.locked_rx:
+        # A lock on an ended frame is void (``locked.end <= t``): only the receivers
+        # whose decoding matters are visited.
+        evaluate = p.locked_rx if listeners else ((only,) if only >= 0 and pw[only] > 0 else ())
+        for r in evaluate:
             m = nodes[r]
             if m.locked is not p:
                 continue  # it left for a stronger frame, or transmitted
             m.locked = None
-            if r == only or (listeners and (only == -3 or m.overhear)):
+            if r == only or only == -3 or m.overhear:
                 chunk(m, p, t, noise[r])
                 if decide(m):
                     decoded.append((r, pw[r]))
