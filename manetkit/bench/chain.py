@@ -12,7 +12,9 @@ within carrier sense of the next two), is brought up. On a realistic profile
 60 % of the distance where the profile's usable-link rule ends (``channel.py``: 72 m for
 outdoor 802.11b at 11 Mbit/s, 23 m for 802.11g at 54), so every hop is a usable link
 with a few dB to spare and the ground truth of the experiments counts hops the same
-way; the rate defaults to the scenario's (the profile's data rate). Its radio and propagation come from the shipped
+way; shadowing is off (every hop alike, as on ns2; ``--set
+radio.shadowing_sigma_db=4`` measures one shadowed realization), fading stays on; the
+rate defaults to the scenario's (the profile's data rate). Its radio and propagation come from the shipped
 ``configs/scenarios/chain-<N+1>.yaml`` (``chain-9.yaml`` for longer chains), or from
 ``--scenario``: in particular ``radio.rts_threshold: 0``, RTS/CTS before every unicast as
 in the paper's ns-2 runs; ``--set`` overrides fields as for ``lab up``. The lab is then the kernel forwards over ``radio0`` with static routes
@@ -93,8 +95,11 @@ def chain_scenario(
     data["mobility"] = {"model": "static", "layout": {"kind": "line", "spacing": 1.0}}
     data = scenario.apply_overrides(data, overrides or {})
     sc = scenario.scenario_from_dict(data, str(path), path.parent)  # refuse a bad one now
-    if sc.radio.profile != "ns2" and "propagation" in data:
-        data.pop("propagation")  # the shipped chains' two-ray section: ns2's only
+    if sc.radio.profile != "ns2":
+        data.pop("propagation", None)  # the shipped chains' two-ray section: ns2's only
+        # Every hop alike, as on ns2: no shadowing unless asked for (one realization of
+        # it can put a hop below the usable-link rule and measure a broken chain).
+        data["radio"].setdefault("shadowing_sigma_db", 0.0)
     if spacing_m is None:
         spacing_m = NS2_SPACING_M
         if sc.radio.profile != "ns2":
