@@ -13,6 +13,7 @@ import logging
 import sys
 
 from manetkit.errors import UserError
+from manetkit.extras import explain, missing_extra
 
 # (command, module that provides register(subparsers), help)
 PARTS: list[tuple[str, str, str]] = [
@@ -44,7 +45,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, module, help_text in PARTS:
         part = sub.add_parser(name, help=help_text, description=help_text)
         if command is None or command == name:
-            importlib.import_module(module).register(part)
+            try:
+                importlib.import_module(module).register(part)
+            except ModuleNotFoundError as exc:
+                # A laptop with the daemon and proxy only: the other parts need extras.
+                if command == name or missing_extra(exc) is None:
+                    raise explain(exc, f"manetkit {name}") from None
     return parser
 
 
@@ -59,7 +65,11 @@ def _command_in(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(_command_in(argv))
+    try:
+        parser = build_parser(_command_in(argv))
+    except UserError as exc:
+        print(f"manetkit: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")

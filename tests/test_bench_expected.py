@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -36,38 +35,6 @@ def test_a_window_the_log_does_not_cover_expects_nothing():
     got = expected.expected_for_pair(LOG, "n1", "n3", 50.0, 90.0)
     assert (got["expected_kbps"], got["covered_s"]) == (None, 0.0)
     assert expected.expected_for_pair([], "n1", "n3", 0.0, 1.0)["expected_kbps"] is None
-
-
-def test_chain_table_option_takes_pairs_or_a_bench_chain_json(tmp_path):
-    parser = argparse.ArgumentParser()
-    expected.add_argument(parser)
-    assert parser.parse_args([]).chain_table == expected.DEFAULT_CHAIN_KBPS
-    assert parser.parse_args(["--chain-table", "1:1000,2:500"]).chain_table == {
-        1: 1000.0,
-        2: 500.0,
-    }
-    chain = tmp_path / "chain.json"
-    chain.write_text(json.dumps({"hops": [1, 2], "throughput_bps": [1366000, 683000]}))
-    assert parser.parse_args(["--chain-table", str(chain)]).chain_table == {1: 1366.0, 2: 683.0}
-    for bad in ("1:x", "0:100", str(tmp_path / "missing.json")):
-        with pytest.raises(SystemExit):
-            parser.parse_args(["--chain-table", bad])
-
-
-def test_summary_row_gives_measured_over_expected_and_the_ceiling_over_the_baseline():
-    runs = [
-        {"tcp_kbps": 450.0, "expected_kbps": 600.0},
-        {"tcp_kbps": 450.0, "expected_kbps": 1000.0},
-        {"tcp_kbps": 100.0, "expected_kbps": None},  # no ground truth: left out of expected
-    ]
-    got = expected.summary(runs, 400.0)
-    assert got["mean_expected_kbps"] == 800.0
-    assert got["measured_over_expected"] == round((1000 / 3) / 800, 3)
-    assert got["measured_over_expected_per_seed"] == [0.75, 0.45, None]
-    assert got["ceiling_vs_dsr"] == 2.0  # 800 expected over a 400 kbit/s baseline
-    other = expected.summary([{"mean_tcp_kbps": 300.0, "mean_expected_kbps": 900.0}], 450.0,
-                             measured="mean_tcp_kbps", expected="mean_expected_kbps")  # fmt: skip
-    assert (other["measured_over_expected"], other["ceiling_vs_dsr"]) == (0.333, 2.0)
 
 
 def test_ground_truth_and_chain_table_must_share_a_profile(tmp_path):

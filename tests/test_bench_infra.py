@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from manetkit import procs
-from manetkit.bench import flap, labrun
+from manetkit.bench import labrun, stream
 
 # Writes "ready", then on SIGTERM writes the signal's arrival time and exits 3 (or, with
 # "ignore", ignores it and must be SIGKILLed).
@@ -78,5 +78,5 @@ def test_received_kbps_reads_the_receivers_samples(tmp_path: Path) -> None:
     out = tmp_path / "recv.json"
     out.write_text(json.dumps({"bytes": 3000, "samples": [[0.5, 1000], [1.5, 2000], [2.5, 3000]]}))
     # 2000 bytes between t=1 and t=3 -> 16 kbit / 2 s
-    assert flap.received_kbps(out, 1.0, 3.0) == 8.0
-    assert flap.received_kbps(tmp_path / "missing.json", 1.0, 3.0) == 0.0
+    assert stream.received_kbps(out, 1.0, 3.0) == 8.0
+    assert stream.received_kbps(tmp_path / "missing.json", 1.0, 3.0) == 0.0

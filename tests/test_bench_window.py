@@ -1,13 +1,10 @@
-"""labrun's measurement window anchored to the medium's clock, with a fake medium."""
+"""labrun's wait for a medium time, with a fake medium; SIGTERM unwinding a run."""
 
 from __future__ import annotations
-
-import argparse
 
 import pytest
 
 from manetkit.bench import labrun
-from manetkit.errors import UserError
 
 
 class FakeMedium:
@@ -51,58 +48,8 @@ def test_a_short_sleep_sleeps_again_and_is_not_late() -> None:
     assert m.t >= 11.0 and len(m.sleeps) < 20
 
 
-def _args(start: float = 80.0, warmup: float = 10.0, duration: float = 20.0):
-    return argparse.Namespace(window_start=start, warmup=warmup, duration=duration)
-
-
-def test_window_in_time_opens_at_window_start() -> None:
-    m = FakeMedium(55.0)
-    w = labrun.MediumWindow("lab1", "t", _args(), m.control, m.sleep)
-    w.traffic()
-    assert m.t == pytest.approx(70.0)
-    w.open()
-    assert m.t == pytest.approx(80.0)
-    w.close()
-    assert m.t == pytest.approx(100.0)
-    rec = w.record()
-    assert rec["lab_up_s"] == 55.0
-    assert rec["window_medium"] == [80.0, 100.0]
-    assert rec["window_late_s"] == 0.0 and rec["warmup_late_s"] == 0.0
-
-
-def test_a_late_lab_is_recorded_and_warned_not_shifted_silently(capsys) -> None:
-    m = FakeMedium(83.0)
-    w = labrun.MediumWindow("lab1", "1tcp-s1-dsr", _args(), m.control, m.sleep)
-    w.traffic()
-    w.open()
-    w.close()
-    rec = w.record()
-    assert rec["warmup_late_s"] == pytest.approx(13.0)
-    assert rec["window_late_s"] == pytest.approx(3.0)
-    assert rec["window_medium"] == [83.0, 103.0]  # the full duration, from when it opened
-    assert m.t == pytest.approx(103.0)
-    assert "1tcp-s1-dsr" in capsys.readouterr().err
-
-
-def test_window_start_before_the_warmup_is_refused() -> None:
-    with pytest.raises(UserError):
-        labrun.check_window(_args(start=5.0, warmup=10.0))
-    labrun.check_window(_args(start=10.0, warmup=10.0))
-
-
-def test_bench_options() -> None:
-    from manetkit.bench import atra, smr
-
-    for mod in (smr, atra):
-        p = argparse.ArgumentParser()
-        mod.register(p)
-        a = p.parse_args([])
-        assert a.window_start - a.warmup >= 30.0  # room for the lab to come up
-        assert p.parse_args(["--window-start", "90"]).window_start == 90.0
-
-
 def test_sigterm_unwinds_a_run_through_its_finally():
-    """bench smr/atra killed with SIGTERM bring the run's lab down (its finally runs)."""
+    """An experiment killed with SIGTERM brings the run's lab down (its finally runs)."""
     import os
     import signal
 

@@ -1,6 +1,6 @@
 """Constant-bit-rate UDP flows: the background load of Dyer & Boppana (section III: 10 CBR
 connections of 512-byte packets, 100 kbit/s in all) and of Lim, Xu & Gerla's 1 TCP + 4
-CBR runs (``bench smr``).
+CBR runs (``configs/experiments/smr.yaml``).
 
 Both ends run inside a lab node as ``python -m manetkit.bench.cbr send|recv`` until
 SIGTERM, then write what they counted as JSON (``--out``), so a run can report the
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from manetkit.bench.flap import Stop, stop_on_term
+from manetkit.bench.stream import Stop, stop_on_term
 
 PACKET_BYTES = 512
 PPS = 4.0

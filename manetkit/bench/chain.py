@@ -2,7 +2,7 @@
 
 Holland & Vaidya, Section 3 and Fig. 1 (after Gerla et al. [17]): nodes on a line, 802.11
 at 2 Mbps, one TCP transfer from the first to the last node of an i-hop chain. T_i is the
-denominator of "expected throughput" (eq. 3.1; DESIGN.md, "Measuring"). Because neighbours
+denominator of "expected throughput" (eq. 3.1; docs/experiments.md "Expected throughput"). Because neighbours
 along the chain share the channel, T_i is bounded by C/i for i <= 3 and by C/3 beyond, and
 ACK contention pulls it a little lower from 4 hops on.
 

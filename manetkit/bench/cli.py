@@ -1,7 +1,9 @@
-"""``manetkit bench``: one sub-command per benchmark module in this package.
+"""``manetkit bench``: one sub-command per micro-benchmark module in this package.
 
 A benchmark module provides ``register(parser)`` (arguments, ``set_defaults(func=...)``);
-its results are printed as a table and written as JSON under ``--out``.
+its results are printed as a table and written as JSON under ``--out``. Comparisons of
+stacks and mechanisms over a matrix of lab runs (Atra, SMR, flapping links, the peers)
+are ``manetkit experiment`` specs (``configs/experiments/``), not benches.
 """
 
 from __future__ import annotations
@@ -15,12 +17,9 @@ BENCHES: list[tuple[str, str]] = [
     ("discovery", "route discovery latency over 1..8 hops (daemon per-hop overhead)"),
     ("dataplane", "daemon forwarding over veth pairs vs the kernel's own forwarding"),
     ("daemon", "daemon CPU and RSS idle and while forwarding"),
-    ("flap", "bulk TCP over a flapping 3-hop chain: plain, fixed-rto, elfn, bus"),
     ("proxy", "split-TCP proxy overhead: lab chain vs plain, fast veth through a proxy pair"),
     ("labup", "time to bring a lab up and down (rwp-30: goal under 30 s, nothing left)"),
     ("docker", "image size and build time; compose lab up time and iperf3 vs the netns lab"),
-    ("smr", "TCP over DSR vs SMR concurrent/backup1/backup2, rwp-50 (Lim/Xu/Gerla)"),
-    ("atra", "TCP over DSR vs ELFN vs Atra RFP/PRE/SRP, rwp-30 at 1/10/20 m/s (Anantharaman)"),
 ]
 
 

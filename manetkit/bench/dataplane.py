@@ -1,7 +1,7 @@
 """``manetkit bench dataplane``: the daemon's userspace forwarding vs the kernel's, on veth.
 
 Three namespaces A, B, C on one bridge (``VethMesh``), offloads off on every veth
-(DESIGN.md "Performance notes"), no medium. B forwards A -> C.
+(docs/architecture.md "Performance notes"), no medium. B forwards A -> C.
 
   packets/s per hop  a raw-socket blaster in A sends small UDP packets (60-byte frames)
                      to C through B as fast as it can; the rate is what reaches C's

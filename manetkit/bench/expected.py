@@ -9,8 +9,7 @@ chain``), the *expected throughput* is
 It is what TCP could carry if routing always used the current shortest path and lost
 nothing to breaks: the ceiling a routing or transport variant can approach, not pass
 (except by a few per cent of noise: T_i is itself one measurement). Measured / expected
-is the paper's Fig. 4 / Fig. 11 axis; for benches that compare variants with a baseline,
-expected / baseline is the most any variant could gain over that baseline in the run.
+is the paper's Fig. 4 / Fig. 11 axis.
 
 The t_i come from the medium's ground-truth graph log (``manetkit.lab.medium.groundtruth``,
 one line per graph change, ``wall`` = Unix time), cut to the run's traffic window. A hop
@@ -26,26 +25,23 @@ JSON records its profile; :func:`expected_for_pair` refuses a table of another p
 than the log's (``table_profile``), since measured / expected would then compare a run
 with a ceiling from another world.
 
-For a bench, one call per flow::
+One call per flow::
 
     from manetkit.bench import expected
-    gt = expected.expected_for_pair(graph_log, "n3", "n17", w0, w1, args.chain_table)
+    gt = expected.expected_for_pair(graph_log, "n3", "n17", w0, w1, DEFAULT_CHAIN_KBPS)
     gt["expected_kbps"], gt["hops_s"], gt["partition_s"]
 
-and :func:`add_argument` gives the bench a ``--chain-table`` option (default
-:data:`DEFAULT_CHAIN_KBPS`). ``manetkit experiment`` scores its runs with the same
-functions (re-exported by ``manetkit.experiment.metrics``).
+``manetkit experiment`` scores its runs with the same functions (re-exported by
+``manetkit.experiment.metrics``), T_i from the spec's ``expected:``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from manetkit.bench import report
 from manetkit.errors import UserError
 from manetkit.lab.medium.groundtruth import bfs_hops, link_rule, read_log
 
@@ -175,27 +171,6 @@ def ratio(measured: float | None, expected: float | None) -> float | None:
     return round(measured / expected, 3)
 
 
-def summary(
-    runs: list[dict[str, Any]],
-    baseline_kbps: float | None,
-    measured: str = "tcp_kbps",
-    expected: str = "expected_kbps",
-) -> dict[str, Any]:
-    """A bench's row for one variant (``runs``: its runs, one per seed, each with its
-    measured kbit/s under the key ``measured`` and eq. 3.1's under ``expected``): the mean
-    expected, measured / expected (mean over mean, and per run), and the ceiling = mean
-    expected / the baseline's mean kbit/s (``baseline_kbps``, e.g. default DSR's on the
-    same seeds), the most any variant could gain over the baseline on those runs."""
-    exp = report.mean([r.get(expected) for r in runs])
-    got = report.mean([r.get(measured) for r in runs])
-    return {
-        "mean_expected_kbps": exp,
-        "measured_over_expected": ratio(got, exp),
-        "measured_over_expected_per_seed": [ratio(r.get(measured), r.get(expected)) for r in runs],
-        "ceiling_vs_dsr": ratio(exp, baseline_kbps),
-    }
-
-
 def chain_table(path: str | Path) -> dict[int, float]:
     """T_i in kbit/s from a ``manetkit bench chain`` JSON (``hops``, ``throughput_bps``)."""
     try:
@@ -215,35 +190,3 @@ def chain_table_profile(path: str | Path) -> str:
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: not a bench chain result ({exc})") from None
     return str(doc.get("profile") or (doc.get("radio") or {}).get("profile") or "ns2")
-
-
-def parse_chain_table(text: str) -> dict[int, float]:
-    """``--chain-table``: ``"1:1366,2:683,..."`` (kbit/s by hop count) or the path of a
-    ``manetkit bench chain`` JSON."""
-    if ":" not in text or Path(text).exists():
-        try:
-            return chain_table(text)
-        except UserError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    try:
-        table = {int(h): float(k) for h, k in (item.split(":") for item in text.split(","))}
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: want HOPS:KBPS,... (1:1366,2:683) or a bench chain JSON"
-        ) from None
-    if not table or min(table) < 1 or any(v < 0 for v in table.values()):
-        raise argparse.ArgumentTypeError(f"{text!r}: hop counts from 1, kbit/s >= 0")
-    return table
-
-
-def add_argument(parser: argparse.ArgumentParser) -> None:
-    """A bench's ``--chain-table`` (``args.chain_table``: kbit/s by hop count)."""
-    parser.add_argument(
-        "--chain-table",
-        type=parse_chain_table,
-        default=dict(DEFAULT_CHAIN_KBPS),
-        help="T_i for the expected throughput (Holland & Vaidya eq. 3.1): HOPS:KBPS,... or "
-        "a `bench chain` JSON (default "
-        + ",".join(f"{h}:{k:g}" for h, k in DEFAULT_CHAIN_KBPS.items())
-        + ")",
-    )

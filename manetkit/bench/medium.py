@@ -1,6 +1,6 @@
 """``manetkit bench medium``: how many frames per second the lab medium relays, and the
 highest emulated 802.11 rate at which it keeps up with its own airtime model, for each
-radio profile side by side (``--profiles ns2,outdoor``: the ns2 two-ray MAC and the
+radio profile side by side (``--compare ns2,outdoor``: the ns2 two-ray MAC and the
 realistic SINR MAC, docs/medium.md).
 
 A real medium process (``python -m manetkit.lab.medium.server``) serves 10 synthetic
@@ -35,6 +35,9 @@ circle, pairs 10 m apart): at 54 Mbit/s its links reach about 40 m, where ns-2's
 same-slot contenders collide, so with ten saturated senders in one area a delivered
 frame costs about 1.7 attempts and 2.7 transmissions where the ns2 MAC spends one
 exchange (the tie always goes to one sender there).
+
+With ``--oracle ns3`` the command instead runs the ns-3 reference curves the realistic
+profiles are validated against (:mod:`manetkit.bench.oracle.bench`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from rich.table import Table
 
 from manetkit import procs
 from manetkit.bench import report
+from manetkit.bench.oracle import bench as oracle
 from manetkit.errors import UserError
 from manetkit.lab.build import medium_from_scenario
 from manetkit.lab.medium import protocol as p
@@ -81,10 +85,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rates", default="2,11,24,54", help="rates (Mbps) for the 1-area runs")
     parser.add_argument("--nodes", type=int, default=10, help="synthetic radios (even)")
     parser.add_argument(
-        "--profiles",
+        "--compare",
         default="ns2,outdoor",
+        metavar="PROFILES",
         help="radio profiles measured side by side (ns2, outdoor, indoor; default ns2,outdoor)",
     )
+    oracle.register_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -290,7 +296,7 @@ def parse_profiles(text: str) -> list[str]:
     names = [x.strip() for x in text.split(",") if x.strip()]
     bad = [x for x in names if x not in PROFILES]
     if bad or not names:
-        raise UserError(f"--profiles {text!r}: choose from {', '.join(PROFILES)}")
+        raise UserError(f"--compare {text!r}: choose from {', '.join(PROFILES)}")
     return names
 
 
@@ -354,8 +360,10 @@ def profile_summary(rows: list[dict]) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.oracle:
+        return oracle.run(args)
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
-    profiles = parse_profiles(args.profiles)
+    profiles = parse_profiles(args.compare)
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="mk-bench-medium-") as tmp:
         for profile in profiles:

@@ -30,30 +30,35 @@ import yaml
 from rich.table import Table
 
 from manetkit import paths, procs
-from manetkit.bench import flap, report
+from manetkit.bench import labrun, report, stream
 from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 from manetkit.lab import nodes
+from manetkit.lab.scenario import SHIPPED_SCENARIOS
 
 GOAL_LAB_PCT = 5.0
 GOAL_FAST_MBPS = 500.0
 OWN_MARK = 0x4D4B  # ProxyConfig.own_mark's default: the redirect rules skip it
+PORT = 5299
+SRC, DST, DST_ADDR = "n1", "n4", "10.42.0.4"
 
 
 # --- (a) the lab chain ---------------------------------------------------------------------------
 
 
 def _transfer(lab: str, work: Path, tag: str, mark: int | None, warmup: float, secs: float) -> dict:
-    """One bulk transfer n1 -> n4 (flap's sender/receiver); goodput of its window."""
+    """One bulk transfer n1 -> n4 (the stream's sender and receiver, manetkit.bench.stream);
+    goodput of its window."""
     rx, tx = work / f"{tag}-recv.json", work / f"{tag}-send.json"
     for f in (rx, tx, rx.with_suffix(".first")):
         f.unlink(missing_ok=True)
-    r = flap._ns_python(lab, flap.DST, "recv", "--port", str(flap.PORT), "--out", str(rx))
+    r = labrun.ns_python(lab, DST, "manetkit.bench.stream", "recv", "--port", str(PORT),
+                         "--out", str(rx))  # fmt: skip
     time.sleep(0.3)
     extra = ["--mark", str(mark)] if mark else []
-    s = flap._ns_python(
-        lab, flap.SRC, "send", "--addr", flap.DST_ADDR, "--port", str(flap.PORT),
+    s = labrun.ns_python(
+        lab, SRC, "manetkit.bench.stream", "send", "--addr", DST_ADDR, "--port", str(PORT),
         "--out", str(tx), *extra,
     )  # fmt: skip
     try:
@@ -68,8 +73,8 @@ def _transfer(lab: str, work: Path, tag: str, mark: int | None, warmup: float, s
         procs.stop_all((r, s), grace=10)
     res = json.loads(rx.read_text())
     samples = [(float(a), int(b)) for a, b in res["samples"]]
-    intact = res["bytes"] > 0 and res["sha256"] == flap.stream_sha256(res["bytes"])
-    return {"kbps": round(flap.goodput_kbps(samples, t0, t0 + secs), 1), "intact": intact}
+    intact = res["bytes"] > 0 and res["sha256"] == stream.stream_sha256(res["bytes"])
+    return {"kbps": round(stream.goodput_kbps(samples, t0, t0 + secs), 1), "intact": intact}
 
 
 def bench_lab(args: argparse.Namespace, work: Path) -> dict:
@@ -78,7 +83,7 @@ def bench_lab(args: argparse.Namespace, work: Path) -> dict:
     nodes.down(lab)
     plain, proxied = [], []
     try:
-        nodes.up(flap.SHIPPED / "chain-4.yaml", name=lab, overrides=overrides)
+        nodes.up(SHIPPED_SCENARIOS / "chain-4.yaml", name=lab, overrides=overrides)
         for i in range(args.rounds):
             plain.append(_transfer(lab, work, f"plain{i}", OWN_MARK, args.warmup, args.seconds))
             proxied.append(_transfer(lab, work, f"proxy{i}", None, args.warmup, args.seconds))

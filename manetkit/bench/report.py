@@ -17,6 +17,7 @@ from typing import Any
 from rich.table import Table
 
 from manetkit.console import console
+from manetkit.extras import require
 
 
 def write(out: str | Path, name: str, doc: Any) -> Path:
@@ -63,8 +64,7 @@ def row_cell(v: Any, fmt: str) -> str:
 
 def pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend: files only, no display needed."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", "plotting")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -81,7 +81,7 @@ class VethMesh:
             sh("ip", "-n", self.hub, "link", "set", f"p{i}", "master", "br0", "up")
             sh("ip", "-n", ns, "link", "set", "rad0", "up")
             if self.offloads_off:
-                # DESIGN.md "Performance notes": veth offloads hand AF_PACKET partial
+                # docs/architecture.md "Performance notes": veth offloads hand AF_PACKET partial
                 # checksums and super-sized frames; real radios do not.
                 for ns_, dev in ((ns, "rad0"), (self.hub, f"p{i}")):
                     sh(

@@ -1,6 +1,6 @@
 """Control-plane authentication: a MAC and a packet counter on every control frame.
 
-Sans-I/O (STYLE.md): :meth:`Authenticator.sign` takes a packet the engine emits and
+Sans-I/O (docs/style.md): :meth:`Authenticator.sign` takes a packet the engine emits and
 returns it with a MAC trailer; :meth:`Authenticator.verify` takes a received packet and
 the sender's link-layer address and returns the packet with the trailer removed, or
 :class:`Rejected` with the reason. The shell calls ``verify`` BEFORE the engine sees a

@@ -1,7 +1,7 @@
 """The data plane: TUN ``mesh0`` on one side, the radio (AF_PACKET) on the other.
 
 Frames on the air are plain Ethernet II: ``dst MAC | src MAC | ethertype | IPv4 packet``
-(DESIGN.md "Data flow"; 0x88B5 is IEEE 802's local experimental ethertype). The packet
+(docs/architecture.md "Processes and data flow"; 0x88B5 is IEEE 802's local experimental ethertype). The packet
 socket is bound with that ethertype as its protocol, so the kernel filters out every
 other frame before it reaches Python, and PACKET_IGNORE_OUTGOING stops our own
 transmissions from looping back.
@@ -11,7 +11,7 @@ overheard them) never reach the normal receive path: they go to a separate
 ``overheard`` handler when the engine wants them, else they are counted (``not_for_us``)
 and dropped.
 
-The hot path is a tight loop (DESIGN.md "Performance notes"): on readiness each fd is
+The hot path is a tight loop (docs/architecture.md "Performance notes"): on readiness each fd is
 drained until EAGAIN, each frame costs one recv and one slice, checked with a few byte
 comparisons, and handed to a callback. Counters are plain int attributes (a Counter's
 hashing costs more than the check it counts). No per-packet asyncio work.
@@ -25,6 +25,7 @@ import socket
 import struct
 from collections.abc import Callable
 
+from manetkit.daemon.flowcount import FlowCounter
 from manetkit.tuntap import open_tun
 
 # linux/if_packet.h
@@ -99,6 +100,9 @@ class DataPlane:
         self.not_for_us = 0
         self.rx_overheard = 0
         self.radio_lost: OSError | None = None  # set when the radio interface went away
+        # per destination of our apps' packets, per source of the packets we deliver
+        self.originated = FlowCounter()
+        self.delivered = FlowCounter()
 
     @classmethod
     def open(cls, tun_name: str, interface: str, ethertype: int) -> DataPlane:
@@ -229,6 +233,7 @@ class DataPlane:
                 self.tun_not_ipv4 += 1
                 continue
             self.tun_rx += 1
+            self.originated.add(packet[16:20], len(packet))
             handler(packet)
         return n
 
@@ -239,6 +244,7 @@ class DataPlane:
             self.tun_write_errors += 1
             return
         self.tun_tx += 1
+        self.delivered.add(packet[12:16], len(packet))
 
     def counters(self) -> dict[str, int]:
         return {

@@ -4,7 +4,7 @@ What the daemon changes, and undoes on exit (also on SIGTERM/SIGINT, see shell.p
   - ``mesh0``: the node's mesh address (/32), MTU, up; IPv6 off (the mesh is IPv4 only,
     and router solicitations would only be counted and dropped);
   - a route for the mesh prefix via ``mesh0`` with the mesh address as preferred source;
-  - the radio interface is brought up if it was down (it carries no IP: DESIGN.md);
+  - the radio interface is brought up if it was down (it carries no IP: docs/architecture.md);
   - the radio interface is made promiscuous (IFF_PROMISC) when the engine wants
     overheard frames (DSR route shortening), and put back as it was on exit.
 A stale ``mesh0`` (a persistent TUN or any leftover link of that name after a crash) is

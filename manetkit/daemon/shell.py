@@ -1,8 +1,8 @@
 """The daemon's asyncio shell: wires data plane, engine, link sensing and event socket.
 
-aioquic's shape (STYLE.md): every input is fed to the engine with ``now=loop.time()``,
-then :meth:`Daemon._transmit` drains ``next_action()`` and re-arms ONE timer at
-``get_timer()``. The hot path (radio and TUN readiness) handles whole batches per
+aioquic's shape (docs/style.md, "The core contract"): every input is fed to the engine
+with ``now=loop.time()``, then :meth:`Daemon._transmit` drains ``next_event()`` and
+re-arms ONE timer at ``get_timer()``. The hot path (radio and TUN readiness) handles whole batches per
 callback; nothing per packet touches asyncio.
 
 Link sensing speaks MACs; the shell maps them to mesh addresses (``NeighbourTable``,
@@ -20,7 +20,7 @@ import logging
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from ipaddress import IPv4Address
 from typing import Any, TypeVar
@@ -417,8 +417,8 @@ class Daemon:
             self._macs_version = nb.version
         is_control = self._is_control
         counters = self.counters
-        next_action = engine.next_action
-        while (a := next_action()) is not None:
+        next_event = engine.next_event
+        while (a := next_event()) is not None:
             t = type(a)
             if t is SendFrame:
                 hop = a.next_hop
@@ -504,18 +504,23 @@ class Daemon:
 
     def _on_station(self, now: float, ev: StationEvent) -> None:
         if isinstance(ev, StationSeen):
-            decisions = self.monitor.heard(now, ev.mac, ev.signal_dbm)
+            self.monitor.heard(now, ev.mac, ev.signal_dbm)
         elif isinstance(ev, StationGone):
-            decisions = self.monitor.gone(now, ev.mac, ev.reason)
+            self.monitor.gone(now, ev.mac, ev.reason)
         elif isinstance(ev, StationTxFailed):
             self.counters["tx-failed"] += 1
             addr = self.neighbours.address_of(ev.mac)
             if addr is not None:
                 self.engine.link_event(now, TxFailed(addr, self._packet_of(ev.frame)))
-            decisions = self.monitor.tx_failed(now, ev.mac)
+            self.monitor.tx_failed(now, ev.mac)
         else:
             return
-        self._apply(now, decisions)
+        self._apply(now, self._decisions())
+
+    def _decisions(self) -> Iterator[Decision]:
+        """The link monitor's decisions, drained."""
+        while (d := self.monitor.next_event()) is not None:
+            yield d
 
     def _packet_of(self, frame: bytes | None) -> bytes | None:
         """The IPv4 packet inside a returned failed frame (for salvaging and ELFN)."""
@@ -527,7 +532,7 @@ class Daemon:
         total = int.from_bytes(packet[2:4], "big")
         return packet[:total] if 20 <= total <= len(packet) else None
 
-    def _apply(self, now: float, decisions: list[Decision]) -> None:
+    def _apply(self, now: float, decisions: Iterable[Decision]) -> None:
         for d in decisions:
             addr = self.neighbours.address_of(d.mac)
             mac_s = format_mac(d.mac)
@@ -565,7 +570,7 @@ class Daemon:
         self._arm_monitor_timer()
 
     def _arm_monitor_timer(self) -> None:
-        deadline = self.monitor.next_deadline()
+        deadline = self.monitor.get_timer()
         if deadline == self._monitor_deadline or self._loop is None:
             return
         if self._monitor_timer is not None:
@@ -580,7 +585,8 @@ class Daemon:
         self._monitor_timer = None
         self._monitor_deadline = None
         now = self._loop.time()
-        self._apply(now, self.monitor.tick(now))
+        self.monitor.handle_timer(now)
+        self._apply(now, self._decisions())
 
     # -- status -----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -620,6 +626,11 @@ class Daemon:
             "neighbours": neighbours,
             "engine": engine_status,
             "send_buffer": send_buffer,
+            # packets and bytes our apps sent per destination / we delivered per source
+            "flows": {
+                "originated": self.dp.originated.to_json() if self.dp else {},
+                "delivered": self.dp.delivered.to_json() if self.dp else {},
+            },
             "counters": {
                 "dataplane": self.dp.counters() if self.dp else {},
                 "drops": dict(self.drops),

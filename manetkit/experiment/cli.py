@@ -18,10 +18,17 @@ def run(args: argparse.Namespace) -> int:
     if args.target == "report":
         if args.dir is None:
             raise UserError("experiment report: give the results directory (DIR)")
+        if args.html:
+            from manetkit.experiment.htmlreport import make_html_report
+
+            make_html_report(Path(args.dir))
+            return 0
         from manetkit.experiment.report import make_report
 
         make_report(Path(args.dir))
         return 0
+    if args.html:
+        raise UserError("--html: only with `experiment report DIR`")
     if args.dir is not None:
         raise UserError(f"experiment {args.target}: unexpected argument {args.dir!r}")
     return run_spec(args)
@@ -29,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spec(args: argparse.Namespace) -> int:
     from manetkit.bench import labrun
-    from manetkit.experiment import execute, runner, wrk
+    from manetkit.experiment import execute, runner, tcpcc, wrk
     from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
 
     spec_file = Path(args.target)
@@ -44,11 +51,12 @@ def run_spec(args: argparse.Namespace) -> int:
         console.print(f"{len(runs)} runs")
         return 0
     check_stacks_built(spec)
+    tcpcc.require(spec.congestion_control)
     if any(isinstance(t, Wrk) for t in spec.traffics):
         wrk.require()
     console.print(f"{spec.name}: {len(runs)} runs into {out}")
     # SIGTERM (and SIGINT in a background job) must still bring the current run's lab down
-    with labrun.term_as_interrupt():
+    with labrun.term_as_interrupt(), tcpcc.allowing(spec.congestion_control):
         res = runner.run_matrix(
             spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
             keep_work=args.keep_work,
@@ -96,5 +104,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="make at most this many runs, then stop")
     parser.add_argument("--dry-run", action="store_true", help="list the runs, done or not")
     parser.add_argument("--no-report", action="store_true", help="do not make the report")
+    parser.add_argument(
+        "--html", action="store_true", help="with report: also one self-contained report/index.html"
+    )
     parser.add_argument("--keep-work", action="store_true", help="keep each run's raw files")
     parser.set_defaults(func=run)

@@ -1,16 +1,28 @@
 """One run of an experiment: lab up, warm-up, the traffic, the metrics, lab down.
 
 The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random waypoint)
-``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. The traffic
-starts ``warmup_s`` after the *medium* started (the same movement in every stack's
-window at a seed and speed; ``late_s`` > 0 when the lab took longer to come up) and
-lasts its window, with its CBR ``background`` flows (if any) running beside it from the
-start; the daemons' counters are
-read at both ends of the window, and the medium's ground-truth log before the lab goes
-down (it lives in the lab's directory). An ELFN probe variant (``elfn-probe2``) is the
-lab's ``proxy: elfn`` with its probe interval in the proxy config the lab reads from
-``MANETKIT_LAB_PROXY_CONFIG`` while it comes up (:func:`proxy_env`). Whatever happens the
-lab is brought down and every process the run started is stopped.
+``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. Once it is up:
+
+1. the run's TCP congestion control is set in every node's namespace and read back
+   (:mod:`~manetkit.experiment.tcpcc`);
+2. the warm-up waits until the stack has a route for every pair of the traffic, or the
+   cap (:mod:`~manetkit.experiment.convergence`), then until medium time ``warmup_s``:
+   the window opens at the same medium time in every stack (the same movement in every
+   stack's window at a seed and speed; ``late_s`` > 0 when the lab took longer);
+3. the fidelity of the emulation is read at the window's start and end
+   (:func:`manetkit.lab.fidelity.collect`) and the window's verdict recorded;
+4. the routing state of every node is snapshot at the window's start, middle and end
+   (:mod:`~manetkit.experiment.snapshots`), kept beside the run's JSON and summarised
+   in it;
+5. the traffic runs its window, with its CBR ``background`` flows (if any) beside it from
+   the start; the daemons' counters are read at both ends of the window, and the
+   medium's ground-truth log before the lab goes down (it lives in the lab's directory).
+
+An ELFN probe variant (``elfn-probe2``) is the lab's ``proxy: elfn`` with its probe
+interval in the proxy config the lab reads from ``MANETKIT_LAB_PROXY_CONFIG`` while it
+comes up (:func:`proxy_env`). Whatever happens the lab is brought down and every process
+the run started is stopped. Files the run keeps (the raw snapshots) are written under
+``work/keep/``, which the runner moves to ``runs/<name>/``.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +38,23 @@ from typing import Any
 
 from manetkit import paths, procs
 from manetkit.bench import labrun
-from manetkit.experiment import background, bulk, metrics, peercount, web, wrk
+from manetkit.experiment import (
+    background,
+    bulk,
+    convergence,
+    metrics,
+    peercount,
+    snapshots,
+    stream,
+    tcpcc,
+    web,
+    wrk,
+)
+from manetkit.experiment.eventlog import EventLog
+from manetkit.experiment.linkflap import Flapper
+from manetkit.experiment.plugins import PLUGINS, Connection, Metric, RunContext
+from manetkit.experiment.plugins.base import CLOSING_LEAD_S
+from manetkit.experiment.runner import KEEP
 from manetkit.experiment.spec import (
     MANETKIT_STACKS,
     PEER_STACKS,
@@ -33,19 +62,18 @@ from manetkit.experiment.spec import (
     Http,
     Run,
     Spec,
+    Stream,
     Wrk,
     background_pairs,
     bulk_pairs,
     http_pairs,
     lab_proxy,
-    lab_stack,
     probe_interval,
     proxy_extra,
-    stack_overrides,
     throughput_table,
 )
 from manetkit.jsonlines import request
-from manetkit.lab import nodes, stacks
+from manetkit.lab import fidelity, nodes, stacks
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address
@@ -55,11 +83,12 @@ UP_TIMEOUT_S = 180.0
 
 def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
     """The ``lab up --set`` of a run: the spec's ``set:`` and the run's axes; a peer
-    stack variant (``babeld-mobile``) is its lab stack and its profile; an ELFN probe
-    variant (``elfn-probe2``) is the lab's ``elfn`` (its interval: :func:`proxy_env`)."""
+    stack variant (``babeld-mobile``) is its lab stack and its profile, a spec variant
+    (``dsr-atra``) its stack and its ``set:``; an ELFN probe variant (``elfn-probe2``) is
+    the lab's ``elfn`` (its interval: :func:`proxy_env`)."""
     out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spec.set.items()}
-    out.update(stack_overrides(run.stack))
-    out.update({"stack": lab_stack(run.stack), "proxy": lab_proxy(run.proxy),
+    out.update(spec.stack_set(run.stack))
+    out.update({"stack": spec.lab_stack(run.stack), "proxy": lab_proxy(run.proxy),
                 "seed": str(run.seed)})  # fmt: skip
     sc = load_scenario(spec.scenario_path(run.scenario), out)
     if isinstance(sc.mobility, RandomWaypointMobility):
@@ -68,12 +97,14 @@ def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def proxy_env(run: Run, work: Path) -> Iterator[dict[str, Any] | None]:
-    """While the lab comes up: the run's proxy config additions (an ELFN probe
-    variant's interval) in ``MANETKIT_LAB_PROXY_CONFIG``, over whatever config that
-    variable already named (the variant's fields win); yields the config given (None when
-    the run adds nothing, the environment untouched)."""
-    extra = proxy_extra(run.proxy)
+def proxy_env(spec: Spec, run: Run, work: Path) -> Iterator[dict[str, Any] | None]:
+    """While the lab comes up: the run's proxy config additions (the spec's
+    ``proxy_config``, its traffic's, an ELFN probe variant's interval, in that order of
+    precedence from last to first) in ``MANETKIT_LAB_PROXY_CONFIG``, over whatever config
+    that variable already named (the run's fields win); yields the config given (None
+    when the run adds nothing, the environment untouched)."""
+    extra = {**spec.proxy_config, **spec.traffic(run.traffic).proxy_config,
+             **proxy_extra(run.proxy)}  # fmt: skip
     if not extra:
         yield None
         return
@@ -133,18 +164,107 @@ def code_version() -> dict[str, Any] | None:
             "dirty": [ln[3:] for ln in dirty.stdout.splitlines() if ln.strip()]}  # fmt: skip
 
 
+def traffic_pairs(spec: Spec, run: Run, n: int) -> list[tuple[str, str]]:
+    """The (source, destination) pairs of a run's traffic: bulk and stream senders and
+    receivers, HTTP clients and servers, the wrk client and server (what the warm-up waits
+    for)."""
+    t = spec.traffic(run.traffic)
+    if isinstance(t, Bulk | Stream):
+        return bulk_pairs(t, run.seed, n)  # type: ignore[arg-type]
+    if isinstance(t, Http):
+        return http_pairs(t, run.seed, n)
+    return [(t.client, t.server)]
+
+
+class Snapshots:
+    """The window's three routing snapshots, each taken in its own thread (the start one
+    beside the traffic's start, the middle one on a timer) and joined at the end."""
+
+    def __init__(self, lab: str, node_names: list[str], stack: str) -> None:
+        self.lab, self.nodes, self.stack = lab, node_names, stack
+        self.taken: dict[str, dict[str, Any]] = {}
+        self.threads: list[threading.Thread] = []
+
+    def _take(self, moment: str) -> None:
+        with contextlib.suppress(Exception):  # a snapshot never fails a run
+            self.taken[moment] = snapshots.take(self.lab, self.nodes, self.stack)
+
+    def at(self, moment: str, delay: float = 0.0) -> None:
+        t: threading.Thread
+        if delay > 0:
+            t = threading.Timer(delay, self._take, (moment,))
+        else:
+            t = threading.Thread(target=self._take, args=(moment,))
+        t.daemon = True
+        t.start()
+        self.threads.append(t)
+
+    def join(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def cancel(self) -> None:
+        for t in self.threads:
+            if isinstance(t, threading.Timer):
+                t.cancel()
+
+
+def connections(t: Any, pairs: list[tuple[str, str]]) -> list[Connection]:
+    """The traffic's TCP connections as the plug-ins look for them: each from its source
+    to its destination's port."""
+    if isinstance(t, Bulk):
+        return [Connection(a, b, bulk.BASE_PORT + k) for k, (a, b) in enumerate(pairs)]
+    if isinstance(t, Stream):
+        return [Connection(a, b, stream.BASE_PORT + k) for k, (a, b) in enumerate(pairs)]
+    return [Connection(a, b, t.port) for a, b in pairs]
+
+
+class Closing:
+    """The plug-ins' ``closing`` hook, :data:`CLOSING_LEAD_S` before the window ends."""
+
+    def __init__(self, plugins: list[Metric], ctx: RunContext, duration: float) -> None:
+        self.timer = threading.Timer(
+            max(0.0, duration - CLOSING_LEAD_S), lambda: [m.closing(ctx) for m in plugins]
+        )
+        self.timer.daemon = True
+        if plugins:
+            self.timer.start()
+
+    def join(self) -> None:
+        if self.timer.is_alive():
+            self.timer.join(30)
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+
+def _converge(
+    lab: str, stack: str, pairs: list[tuple[str, str]], cap_s: float
+) -> dict[str, Any] | None:
+    if stack == "none":
+        return None
+    has_route, ask = convergence.probes(lab, stack)
+    got = convergence.wait_converged(
+        pairs, has_route, lambda: labrun.medium_time(lab), cap_s, ask=ask
+    )
+    return got.to_json()
+
+
 def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     """Make ``run``; its JSON document (``status: ok``). Raises on a failed lab."""
     traffic = spec.traffic(run.traffic)
     scen_path = spec.scenario_path(run.scenario)
     overrides = overrides_for(spec, run)
     n = load_scenario(scen_path, overrides).nodes
+    node_names = [f"n{i}" for i in range(1, n + 1)]
     duration = spec.traffic_duration(traffic)
-    stack = lab_stack(run.stack)
+    stack = spec.lab_stack(run.stack)
     lab = f"mkx{os.getpid() % 100000}"
     work.mkdir(parents=True, exist_ok=True)
     started: list[subprocess.Popen[Any]] = []
     flows: list[bulk.Flow] = []
+    streams: list[stream.StreamFlow] = []
     cbr: list[background.CbrFlow] = []
     doc: dict[str, Any] = {
         "status": "ok",
@@ -158,44 +278,97 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         "probe_interval_s": probe_interval(run.proxy),
         "code": code_version(),
     }
-    pairs: list[tuple[str, str]] = []
+    pairs = traffic_pairs(spec, run, n)
+    snaps = Snapshots("", node_names, stack)
+    readings: list[fidelity.Reading] = []
+    plugins = [PLUGINS[name]() for name in spec.metrics]
+    ctx = RunContext(lab, node_names, stack, lab_proxy(run.proxy), work,
+                     connections(traffic, pairs))  # fmt: skip
+    closing: Closing | None = None
+    flapper: Flapper | None = None
+    lead = traffic.lead_s if isinstance(traffic, Stream) else 0.0
     nodes.down(lab)
     try:
         t_up = time.monotonic()
-        with proxy_env(run, work) as proxy_cfg:
+        with proxy_env(spec, run, work) as proxy_cfg:
             nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
         doc["proxy_config"] = proxy_cfg
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
+        doc["lab_up_medium_s"] = round(labrun.medium_time(lab), 2)
         if stack in PEER_STACKS:
             peercount.install(lab, n)
-        # The traffic starts warmup_s of *medium* time after the medium started, so at
-        # one seed and speed every stack's window sees the same movement, however long
-        # its lab took to come up.
-        doc["late_s"] = round(labrun.wait_medium(lab, spec.warmup_s), 2)
+        doc["tcp"] = tcpcc.set_lab(lab, node_names, run.cc)
+        doc["convergence"] = _converge(lab, stack, pairs, min(spec.cap_s, spec.warmup_s - lead))
+        # The window opens warmup_s of *medium* time after the medium started, so at one
+        # seed and speed every stack's window sees the same movement, however long its
+        # lab took to come up; a stream traffic starts lead_s before it.
+        doc["late_s"] = round(labrun.wait_medium(lab, spec.warmup_s - lead), 2)
+        if any(m.needs_events for m in plugins):
+            ctx.events = EventLog(lab, node_names, work / "events.jsonl")
+        if isinstance(traffic, Stream):
+            streams = stream.start(lab, pairs, work, traffic.reconnect)
+            labrun.wait_medium(lab, spec.warmup_s)
+        readings.append(fidelity.collect(lab))
+        snaps.lab = lab
+        snaps.at("start")
+        snaps.at("middle", duration / 2)
+        for m in plugins:
+            m.before(ctx)
+        closing = Closing(plugins, ctx, duration)
+        if traffic.link_flap is not None:
+            flapper = Flapper(lab, traffic.link_flap, time.monotonic(), duration)
         if traffic.background is not None:
             bg_pairs = background_pairs(traffic, run.seed, n)
             cbr = background.start(lab, traffic.background, bg_pairs, work)
         c0 = _control(lab, n, stack)
         if isinstance(traffic, Bulk):
-            pairs = bulk_pairs(traffic, run.seed, n)
             flows = bulk.start_servers(lab, pairs, work)
             w0, w1 = bulk.run(lab, flows, duration, work)
         elif isinstance(traffic, Http):
-            pairs = http_pairs(traffic, run.seed, n)
             w0, w1 = _http(lab, spec, run, traffic, pairs, duration, work, started)
+        elif isinstance(traffic, Stream):
+            w0, w1, *mono = stream.window(duration)
+            ctx.window_mono = (mono[0], mono[1])
         else:
-            pairs = [(traffic.client, traffic.server)]
             w0, w1, doc["wrk"] = _wrk(lab, run, traffic, duration, work, started)
+        ctx.window = (w0, w1)
         c1 = _control(lab, n, stack)
+        readings.append(fidelity.collect(lab))
+        snaps.at("end")
+        closing.join()
+        stream.stop(streams)
+        if flapper is not None:
+            flapper.stop()
+        for m in plugins:
+            m.after(ctx)
+        snaps.join()
         events = read_log(paths.ground_truth_log(lab))
     finally:
+        snaps.cancel()
+        if closing is not None:
+            closing.cancel()
+        if flapper is not None:
+            flapper.stop()
+        if ctx.events is not None:
+            ctx.events.close()
+        stream.stop(streams)
         bulk.stop(flows)
         background.stop(cbr)
         procs.stop_all(started, grace=5)
         nodes.down(lab)
+    if flapper is not None:
+        doc["link_flap"] = flapper.record()
+        ctx.link_downs, ctx.link_ups, ctx.link_ups_wall = (
+            flapper.downs,
+            flapper.ups,
+            flapper.ups_wall,
+        )
     t0 = float(events[0]["wall"]) - float(events[0]["t"])
     doc["window"] = {"start": round(w0, 3), "end": round(w1, 3), "duration_s": duration,
                      "medium_t": round(w0 - t0, 2)}  # fmt: skip
+    th = fidelity.Thresholds(spec.fidelity.lag_p99_ms, spec.fidelity.unmodelled_drops)
+    doc["fidelity"] = fidelity.window(readings[0], readings[1], th).to_json()
+    doc["snapshots"] = _snapshot_doc(snaps.taken, pairs, events, work / KEEP, t0)
     table = throughput_table(spec)
     gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
     doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}
@@ -207,12 +380,42 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     )
     if isinstance(traffic, Bulk):
         doc["bulk"] = _bulk_doc(bulk.results(flows, duration), gt)
+    elif isinstance(traffic, Stream) and ctx.window_mono is not None:
+        got, ctx.samples = stream.results(streams, *ctx.window_mono, traffic.reconnect)
+        ctx.stream_flows = got
+        doc["bulk"] = {**_bulk_doc(got, gt), "kind": "stream"}
     elif isinstance(traffic, Http):
         doc["http"] = _http_doc(pairs, work)
     if traffic.background is not None:
         doc["background"] = background.results(traffic.background, cbr)
+    for m in plugins:
+        doc[m.name] = m.result(ctx, events)
     doc["finished"] = round(time.time(), 3)
     return doc
+
+
+def _snapshot_doc(
+    taken: dict[str, dict[str, Any]],
+    pairs: list[tuple[str, str]],
+    graph: list[dict[str, Any]],
+    keep: Path,
+    t0_wall: float,
+) -> dict[str, Any]:
+    """Each moment's summary (:func:`snapshots.summarise` with the ground truth), its
+    medium time, and the raw file kept beside the run's JSON."""
+    out: dict[str, Any] = {}
+    for moment in snapshots.MOMENTS:
+        snap = taken.get(moment)
+        if snap is None:
+            out[moment] = None
+            continue
+        name = f"snapshot-{moment}.json.gz"
+        snapshots.save(snap, keep / name)
+        s = snapshots.add_ground_truth(snapshots.summarise(snap, pairs), graph)
+        s["medium_t"] = round(float(snap["time"]) - t0_wall, 2)
+        s["file"] = name
+        out[moment] = s
+    return out
 
 
 def _bulk_doc(flows: list[dict[str, Any]], gt: dict[str, dict[str, Any]]) -> dict[str, Any]:

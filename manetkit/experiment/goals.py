@@ -1,19 +1,24 @@
-"""Issue 10's goals and the papers' figures, beside a report's rows.
+"""The goals scored on the runs themselves, and the papers' figures beside ours.
 
-``goals`` scores a report's bulk and HTTP rows (``report.bulk_rows`` / ``http_rows``,
-means over seeds) against issue 10:
+:func:`goals` scores every (scenario, traffic, speed, congestion control) cell of a
+results directory on its **valid** runs (:mod:`~manetkit.experiment.validity`): each
+side's figure is the median over its runs, the comparison a percentile-bootstrap 95 %
+interval (:mod:`~manetkit.experiment.stats`), and a goal is met only when the interval's
+lower end clears the target and each side has at least :data:`MIN_RUNS` valid runs over
+at least :data:`MIN_SEEDS` seeds (5 seeds x 2 repeats):
 
-1. the best manetkit stack (any proxy) >= 1.3x the better of babeld and batmand in TCP
-   goodput at 10 and 20 m/s, each peer at its best profile among those the spec ran
-   (``babeld`` and ``babeld-mobile`` both count as babeld: ``spec.STACK_VARIANTS``);
-2. the best manetkit stack >= 80 % of Holland & Vaidya's expected throughput (eq. 3.1)
-   at 20 m/s;
-3. HTTP page service time of the best manetkit stack at least 30 % lower than babeld's
-   (its best profile, likewise).
+1. bulk TCP goodput of the best manetkit stack (dsr/aodv/smr, any proxy: the one with the
+   highest median in the cell) >= 1.3x each peer's at 10 and 20 m/s, each peer at its
+   best profile in that cell (``babeld``, ``babeld-fast``, ``babeld-mobile``... all
+   count as babeld: ``spec.STACK_VARIANTS``);
+2. the best manetkit stack's measured / expected throughput (Holland & Vaidya eq. 3.1)
+   >= 80 % at 20 m/s (its per-run ratios' median);
+3. HTTP page service time of the best manetkit stack (lowest median of the runs' mean
+   service times) >= 30 % lower than each peer's at its best profile.
 
-``papers_markdown`` writes the papers' own figures beside ours. Only numbers printed in
-the papers' text or tables are quoted (``/work/shared/papers/*.txt``); values that exist
-only as plotted curves are not read off the plots, and the report says so.
+``papers_markdown`` writes the papers' own figures beside the report's rows. Only numbers
+printed in the papers' text or tables are quoted; values that exist only as plotted curves
+are not read off the plots, and the report says so.
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from manetkit.bench import report as out
+from manetkit.experiment import stats, validity
 from manetkit.experiment.spec import MANETKIT_STACKS as MANETKIT
 from manetkit.experiment.spec import PEER_STACKS as PEERS
 from manetkit.experiment.spec import STACK_VARIANTS, lab_stack
 
-GOODPUT_RATIO = 1.3  # issue 10: best manetkit >= 1.3x the better peer
-EXPECTED_FRACTION = 0.8  # issue 10: >= 80 % of expected at 20 m/s
-HTTP_REDUCTION = 0.3  # issue 10: service time >= 30 % lower than babeld's
+GOODPUT_RATIO = 1.3  # best manetkit >= 1.3x each peer (at its best profile)
+EXPECTED_FRACTION = 0.8  # >= 80 % of expected at 20 m/s
+HTTP_REDUCTION = 0.3  # service time >= 30 % lower than each peer's
+MIN_RUNS = 10  # valid runs a side needs in a goal cell
+MIN_SEEDS = 5  # distinct seeds (movement patterns) among them
 
 # Anantharaman et al. (anantharaman-atra.txt) Table I (TCP/DSR/
 # 802.11 "Default" and ELFN) and Table II (ATRA): mean throughput in kbit/s; ns-2, 100
@@ -46,122 +54,217 @@ ANANTHARAMAN: dict[int, dict[str, dict[int, float]]] = {
     },
 }
 
+Cell = tuple[str, str, float, str]  # scenario, traffic, speed, congestion control
+
 
 def stack_of(variant: str) -> str:
     """The lab stack of a report variant: ``dsr+fixed-rto`` -> ``dsr``, ``babeld-mobile``
     -> ``babeld`` (a peer's profile variants are that peer)."""
-    return lab_stack(variant.split("+", 1)[0])
+    return lab_stack(variant.split("+", 1)[0].split("@", 1)[0])
 
 
-def _best(rows: list[dict[str, Any]], stacks: tuple[str, ...], field: str, low: bool = False):
-    got = [r for r in rows if stack_of(r["variant"]) in stacks and r.get(field) is not None]
+def lab_stack_of(params: dict[str, Any]) -> str:
+    """The lab stack of a run: recorded in its params (a spec variant's: ``dsr-atra`` ->
+    ``dsr``), else from its stack's name (runs made before runs recorded it)."""
+    return params.get("lab_stack") or stack_of(params["stack"])
+
+
+def variant(params: dict[str, Any]) -> str:
+    """``dsr`` or ``dsr+elfn``: the stack, and the proxy mode when there is one; ``@reno``
+    when the spec ran several congestion controls."""
+    v = params["stack"] + ("" if params["proxy"] == "none" else f"+{params['proxy']}")
+    return v + (f"@{params['cc']}" if params.get("cc_axis") else "")
+
+
+def cell_of(doc: dict[str, Any]) -> Cell:
+    p = doc["params"]
+    return (p["scenario"], p["traffic"], float(p["speed"]), str(p.get("cc") or "-"))
+
+
+def run_service_s(doc: dict[str, Any]) -> float | None:
+    """A HTTP run's mean page service time (its completed pages)."""
+    times = [pg["service_s"] for pair in doc["http"]["pairs"] for pg in pair["pages"] if pg["ok"]]
+    return sum(times) / len(times) if times else None
+
+
+def _values(docs: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> dict[str, list]:
+    """Per variant: (value, seed) of each run with a value."""
+    by: dict[str, list] = {}
+    for d in docs:
+        v = get(d)
+        if v is not None:
+            by.setdefault(variant(d["params"]), []).append((float(v), d["params"]["seed"]))
+    return by
+
+
+def _median(xs: list[tuple[float, int]]) -> float:
+    v = sorted(x for x, _ in xs)
+    k = len(v) // 2
+    return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
+
+
+def _kinds(docs: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Each variant's lab stack."""
+    return {variant(d["params"]): lab_stack_of(d["params"]) for d in docs}
+
+
+def _best(
+    by: dict[str, list], stacks: Iterable[str], kinds: dict[str, str], low: bool = False
+) -> str | None:
+    got = [v for v in by if kinds.get(v, stack_of(v)) in tuple(stacks)]
     if not got:
         return None
-    return (min if low else max)(got, key=lambda r: r[field])
+    return (min if low else max)(got, key=lambda v: _median(by[v]))
 
 
-def _verdict(ok: bool | None) -> str:
-    return "not measured" if ok is None else ("met" if ok else "not met")
+def _enough(xs: list[tuple[float, int]]) -> bool:
+    return len(xs) >= MIN_RUNS and len({s for _, s in xs}) >= MIN_SEEDS
 
 
-def _cells(rows: list[dict[str, Any]]) -> dict[tuple[Any, Any, Any], list[dict[str, Any]]]:
-    """Rows grouped by (scenario, traffic, speed), in their first-seen order."""
-    cells: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
-    for r in rows:
-        cells.setdefault((r["scenario"], r["traffic"], r["speed"]), []).append(r)
-    return cells
+def _sides(xs: list[tuple[float, int]]) -> str:
+    return f"{len(xs)} runs, {len({s for _, s in xs})} seeds"
 
 
-def _entry(goal: str, cell: tuple[Any, Any, Any], ours: str | None, theirs: str | None,
-           value: float | None, shown: str, ok: bool | None) -> dict[str, Any]:  # fmt: skip
-    scen, traffic, speed = cell
+def _verdict(ci: stats.Interval | None, target: float, sides: list[list]) -> str:
+    if ci is None:
+        return "not measured"
+    short = [s for s in sides if not _enough(s)]
+    if short:
+        return (
+            f"not scored: {min(len(s) for s in short)} valid runs "
+            f"(needs {MIN_RUNS} over {MIN_SEEDS} seeds)"
+        )
+    return "met" if ci.clears(target) else "not met"
+
+
+def _entry(goal: str, cell: Cell, ours: str | None, theirs: str | None,
+           ci: stats.Interval | None, shown: str, met: str,
+           excluded: dict[str, int]) -> dict[str, Any]:  # fmt: skip
+    scen, traffic, speed, cc = cell
     return {
-        "goal": goal, "scenario": scen, "traffic": traffic, "speed": speed,
+        "goal": goal, "scenario": scen, "traffic": traffic, "speed": speed, "cc": cc,
         "ours": ours, "theirs": theirs,
-        "measured": shown.format(value) if value is not None else "-",
-        "met": _verdict(ok),
+        "measured": shown.format(ci.estimate) if ci is not None else "-",
+        "ci95": f"[{shown.format(ci.low)}, {shown.format(ci.high)}]" if ci is not None else "-",
+        "interval": ci.to_json() if ci is not None else None,
+        "met": met, "excluded": excluded,
     }  # fmt: skip
 
 
-def goals(bulk: list[dict[str, Any]], http: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per goal and (scenario, traffic, speed) it applies to."""
+def _cells(docs: Iterable[dict[str, Any]], part: str) -> dict[Cell, list[dict[str, Any]]]:
+    cells: dict[Cell, list[dict[str, Any]]] = {}
+    for d in docs:
+        if d.get(part) is not None:
+            cells.setdefault(cell_of(d), []).append(d)
+    return dict(sorted(cells.items()))
+
+
+def _flows(docs: list[dict[str, Any]]) -> int:
+    return max((len(d["bulk"]["flows"]) for d in docs), default=1)
+
+
+def goals(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per goal, cell and peer it applies to, scored on the cell's valid runs
+    (``excluded``: how many invalid and unrecorded runs the cell had)."""
     found: list[dict[str, Any]] = []
-    for cell, sel in _cells(bulk).items():
+    for cell, sel in _cells(docs, "bulk").items():
+        ok = validity.split(sel)
+        excluded = {"invalid": len(ok["invalid"]), "unrecorded": len(ok["unrecorded"])}
+        valid = ok["valid"]
         speed = cell[2]
-        ours = _best(sel, MANETKIT, "goodput_kbps")
+        by = _values(valid, lambda d: d["bulk"]["goodput_kbps"])
+        kinds = _kinds(sel)
+        ran = set(kinds.values())  # valid or not
+        ours = _best(by, MANETKIT, kinds)
         if speed in (10, 20):
-            peer = _best(sel, PEERS, "goodput_kbps")
-            ratio = (
-                ours["goodput_kbps"] / peer["goodput_kbps"]
-                if ours and peer and peer["goodput_kbps"]
-                else None
-            )
-            found.append(_entry(
-                f"TCP goodput >= {GOODPUT_RATIO:g}x the better peer", cell,
-                ours and f"{ours['variant']} {ours['goodput_kbps']:.0f} kbit/s",
-                peer and f"{peer['variant']} {peer['goodput_kbps']:.0f} kbit/s",
-                ratio, "{:.2f}x", None if ratio is None else ratio >= GOODPUT_RATIO,
-            ))  # fmt: skip
-        if speed == 20:
-            best = _best(sel, MANETKIT, "measured_over_expected")
-            frac = best["measured_over_expected"] if best else None
-            entry = _entry(
-                f"measured >= {EXPECTED_FRACTION:.0%} of expected (eq. 3.1)", cell,
-                best and f"{best['variant']} {best['goodput_kbps']:.0f} kbit/s",
-                best and f"expected {out.cell(best['expected_kbps'], '.0f')} kbit/s",
-                frac, "{:.0%}", None if frac is None else frac >= EXPECTED_FRACTION,
-            )  # fmt: skip
-            flows = max(r.get("flows") or 1 for r in sel)
-            if flows > 1 and frac is not None:
+            for peer in PEERS:
+                theirs = _best(by, (peer,), kinds)
+                if peer not in ran and not ran & set(MANETKIT):
+                    continue
+                ci = stats.ratio_ci([x for x, _ in by[ours]], [x for x, _ in by[theirs]]) \
+                    if ours and theirs else None  # fmt: skip
+                found.append(_entry(
+                    f"TCP goodput >= {GOODPUT_RATIO:g}x {peer}", cell,
+                    ours and f"{ours} median {_median(by[ours]):.0f} kbit/s ({_sides(by[ours])})",
+                    theirs and f"{theirs} median {_median(by[theirs]):.0f} kbit/s "
+                    f"({_sides(by[theirs])})",
+                    ci, "{:.2f}x",
+                    _verdict(ci, GOODPUT_RATIO, [by[ours], by[theirs]] if ci else []),
+                    excluded,
+                ))  # fmt: skip
+        if speed == 20 and ours is not None:
+            frac = _values(valid, lambda d: d["bulk"]["measured_over_expected"]).get(ours, [])
+            ci = stats.median_ci([x for x, _ in frac]) if frac else None
+            met = _verdict(ci, EXPECTED_FRACTION, [frac])
+            flows = _flows(sel)
+            if flows > 1 and ci is not None:
                 # eq. 3.1's T_i are one flow alone: flows at once share the medium, and
                 # the sum of their bounds is not a target (Holland & Vaidya: one flow)
-                entry["met"] = f"not scored ({flows} flows: the sum of one-flow bounds)"
-            found.append(entry)
-    for cell, sel in _cells(http).items():
-        ours = _best(sel, MANETKIT, "service_mean_s", low=True)
-        babel = _best(sel, ("babeld",), "service_mean_s", low=True)
-        cut = (
-            1 - ours["service_mean_s"] / babel["service_mean_s"]
-            if ours and babel and babel["service_mean_s"]
-            else None
-        )
-        found.append(_entry(
-            f"HTTP page service time >= {HTTP_REDUCTION:.0%} lower than babeld's", cell,
-            ours and f"{ours['variant']} {ours['service_mean_s']:.2f} s",
-            babel and f"{babel['variant']} {babel['service_mean_s']:.2f} s",
-            cut, "{:+.0%}", None if cut is None else cut >= HTTP_REDUCTION,
-        ))  # fmt: skip
+                met = f"not scored ({flows} flows: the sum of one-flow bounds)"
+            found.append(_entry(
+                f"measured >= {EXPECTED_FRACTION:.0%} of expected (eq. 3.1)", cell,
+                f"{ours} ({_sides(frac)})", "expected (eq. 3.1)", ci, "{:.0%}", met, excluded,
+            ))  # fmt: skip
+    for cell, sel in _cells(docs, "http").items():
+        ok = validity.split(sel)
+        excluded = {"invalid": len(ok["invalid"]), "unrecorded": len(ok["unrecorded"])}
+        by = _values(ok["valid"], run_service_s)
+        kinds = _kinds(sel)
+        ran = set(kinds.values())
+        ours = _best(by, MANETKIT, kinds, low=True)
+        for peer in PEERS:
+            theirs = _best(by, (peer,), kinds, low=True)
+            if peer not in ran and not ran & set(MANETKIT):
+                continue
+            ci = stats.reduction_ci([x for x, _ in by[ours]], [x for x, _ in by[theirs]]) \
+                if ours and theirs else None  # fmt: skip
+            found.append(_entry(
+                f"HTTP page service time >= {HTTP_REDUCTION:.0%} lower than {peer}'s", cell,
+                ours and f"{ours} median {_median(by[ours]):.2f} s ({_sides(by[ours])})",
+                theirs and f"{theirs} median {_median(by[theirs]):.2f} s ({_sides(by[theirs])})",
+                ci, "{:+.0%}", _verdict(ci, HTTP_REDUCTION, [by[ours], by[theirs]] if ci else []),
+                excluded,
+            ))  # fmt: skip
     return found
 
 
 def goals_markdown(found: list[dict[str, Any]], variants: Iterable[str] = ()) -> list[str]:
-    """The Goals table; ``variants`` (the report's rows' variants) says whether the peers
-    ran at several profiles, and the text then says each counts at its best."""
+    """The Goals table; ``variants`` (the runs' variants) says whether the peers ran at
+    several profiles, and the text then says each counts at its best."""
     if not found:
         return []
     profiles = sorted({v for v in variants if v.split("+", 1)[0] in STACK_VARIANTS})
     per_profile = (
-        f" Each peer counts at its best profile: {', '.join(profiles)} ran beside the bare "
-        "peers (their default profile unless the spec's set: says otherwise), and the "
-        "better peer and babeld's service time are the best over all of them."
+        f" Each peer counts at its best profile in the cell: {', '.join(profiles)} ran "
+        "beside the bare peers (their operator profile unless the spec's set: says "
+        "otherwise)."
         if profiles
         else ""
     )
     lines = [
-        "## Goals (issue 10)",
+        "## Goals",
         "",
-        "Best manetkit stack = the manetkit variant (dsr/aodv/smr, any proxy) with the best "
-        "mean over seeds in that cell; the better peer likewise among babeld/batmand. HTTP: "
-        "'measured' is how much lower the best manetkit mean service time is than babeld's "
-        f"(negative: higher).{per_profile}",
+        "Scored on each cell's valid runs only (invalid runs and runs without a fidelity "
+        "record are left out: 'left out' says how many). Best manetkit stack = the "
+        "manetkit variant (dsr/aodv/smr, any proxy) with the best median in that cell; "
+        "each peer likewise among its profiles. 'measured' is the ratio of the medians "
+        "(HTTP: how much lower the best manetkit median service time is; negative: "
+        "higher), 'CI 95 %' its percentile-bootstrap interval (each side's runs "
+        f"resampled, {stats.RESAMPLES} resamples, seed {stats.SEED}); a goal is met only "
+        f"when the interval's lower end clears the target and each side has >= "
+        f"{MIN_RUNS} valid runs over >= {MIN_SEEDS} seeds.{per_profile}",
         "",
-        "| goal | scenario | traffic | speed m/s | best manetkit | compared with | measured | met |",
-        "|---|---|---|---|---|---|---|---|",
+        "| goal | scenario | traffic | speed m/s | cc | best manetkit | compared with | "
+        "measured | CI 95 % | left out (invalid/unrecorded) | met |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for g in found:
+        ex = g.get("excluded") or {}
         lines.append(
             f"| {g['goal']} | {g['scenario']} | {g['traffic']} | {g['speed']:g} | "
-            f"{g['ours'] or '-'} | {g['theirs'] or '-'} | {g['measured']} | {g['met']} |"
+            f"{g.get('cc', '-')} | {g['ours'] or '-'} | {g['theirs'] or '-'} | "
+            f"{g['measured']} | {g['ci95']} | {ex.get('invalid', 0)}/{ex.get('unrecorded', 0)}"
+            f" | {g['met']} |"
         )
     return [*lines, ""]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# Eq. 3.1 lives with the benches (bench atra / smr score their runs with it too); the
+# Eq. 3.1 lives with the benches (manetkit.bench.expected: the one copy); the
 # experiment runner uses it from here.
 from manetkit.bench.expected import Timeline as Timeline
 from manetkit.bench.expected import chain_throughput as chain_throughput

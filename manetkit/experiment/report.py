@@ -13,10 +13,14 @@ Reads every ``DIR/runs/*.json`` with ``status: ok`` and writes ``DIR/report/``:
 * ``probe-<scenario>-<traffic>.png``: with ELFN probe variants (``elfn-probe<S>``),
   measured/expected vs the probe interval beside the runs without ELFN
   (Holland & Vaidya Fig. 12; ``manetkit.experiment.probesweep``);
-* in the README, issue 10's goals scored (met / not met) and the papers' figures beside
-  ours (``manetkit.experiment.goals``).
+* in the README, the goals scored on the valid runs (medians, bootstrap 95 % intervals,
+  met / not met: ``manetkit.experiment.goals``), the papers' figures beside ours, the
+  fidelity of the runs (``manetkit.experiment.validity``: invalid runs listed with why,
+  and left out of every table and goal cell) and the runs whose warm-up hit its cap.
 
-The tables are also printed.
+The tables are also printed. The rows and the goals are plain data (:func:`bulk_rows`,
+:func:`http_rows`, :func:`wrk_rows`, :func:`table_runs`, ``goals.goals``), so another
+front end (an HTML report) builds on the same functions.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from rich.table import Table
 
 from manetkit.bench import report as out
 from manetkit.errors import UserError
-from manetkit.experiment import goals, probesweep
+from manetkit.experiment import goals, probesweep, validity
+from manetkit.experiment.plugins import PLUGINS
 
 Key = tuple[str, str, str, float]  # scenario, traffic, variant, speed
 
@@ -54,9 +59,25 @@ def load_runs(results: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def variant(params: dict[str, Any]) -> str:
-    """``dsr`` or ``dsr+elfn``: the stack, and the proxy mode when there is one."""
-    return params["stack"] + ("" if params["proxy"] == "none" else f"+{params['proxy']}")
+variant = goals.variant
+
+
+def table_runs(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs the tables are made of: all but the invalid ones (runs without a fidelity
+    record stay, as before runs recorded one)."""
+    return [d for d in docs if validity.of(d) != "invalid"]
+
+
+def _seeds(runs: list[dict[str, Any]]) -> list[int]:
+    return sorted({int(d["params"]["seed"]) for d in runs})
+
+
+def _median(xs: Iterable[float | None]) -> float | None:
+    got = sorted(x for x in xs if x is not None)
+    if not got:
+        return None
+    k = len(got) // 2
+    return got[k] if len(got) % 2 else (got[k - 1] + got[k]) / 2
 
 
 def _key(doc: dict[str, Any]) -> Key:
@@ -106,6 +127,8 @@ def with_flows(cols: list[tuple[str, str, str]], rows: list[dict]) -> list:
         if col[1] == "goodput_kbps":
             got += [("goodput kbit/s, sum of flows", "goodput_kbps", ".1f"),
                     ("goodput kbit/s per flow", "goodput_per_flow_kbps", ".1f")]  # fmt: skip
+        elif col[1] == "goodput_median_kbps":
+            got.append(("median kbit/s, sum of flows", "goodput_median_kbps", ".1f"))
         elif col[1] == "expected_kbps":
             got.append(("expected kbit/s, sum of flows (bound)", "expected_kbps", ".1f"))
         else:
@@ -148,9 +171,10 @@ def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
-                "seeds": sorted(d["params"]["seed"] for d in runs),
+                "seeds": _seeds(runs), "runs": len(runs),
                 "flows": len(runs[0]["bulk"]["flows"]),
                 "goodput_kbps": out.mean(d["bulk"]["goodput_kbps"] for d in runs),
+                "goodput_median_kbps": _median(d["bulk"]["goodput_kbps"] for d in runs),
                 "goodput_per_flow_kbps": out.mean(
                     d["bulk"]["goodput_kbps"] / len(d["bulk"]["flows"])
                     for d in runs
@@ -180,7 +204,7 @@ def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
-                "seeds": sorted(d["params"]["seed"] for d in runs),
+                "seeds": _seeds(runs), "runs": len(runs),
                 "pages_completed": sum(d["http"]["pages_completed"] for d in runs),
                 "pages_failed": sum(d["http"]["pages_failed"] for d in runs),
                 "service_mean_s": out.mean(times),
@@ -201,7 +225,7 @@ def wrk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
-                "seeds": sorted(d["params"]["seed"] for d in runs),
+                "seeds": _seeds(runs), "runs": len(runs),
                 "requests_per_s": out.mean(d["wrk"]["requests_per_s"] for d in runs),
                 "latency_p50_s": out.mean(d["wrk"]["latency_s"].get("p50") for d in runs),
                 "errors": sum(d["wrk"]["errors"] for d in runs),
@@ -212,15 +236,17 @@ def wrk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # (column title, row field, format)
 BULK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
-             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("flows", "flows", "d"),
-             ("goodput kbit/s", "goodput_kbps", ".1f"), ("expected kbit/s", "expected_kbps", ".1f"),
+             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("runs", "runs", "d"),
+             ("flows", "flows", "d"), ("goodput kbit/s", "goodput_kbps", ".1f"),
+             ("median kbit/s", "goodput_median_kbps", ".1f"),
+             ("expected kbit/s", "expected_kbps", ".1f"),
              ("measured/expected", "measured_over_expected", ".2f"),
              ("partition s/flow", "partition_s", ".1f"),
              ("control pkts/delivered", "control_per_delivered", ".3f"),
              ("control B/delivered", "control_bytes_per_delivered", ".1f"),
              ("discovery s", "discovery_s", ".3f")]  # fmt: skip
 HTTP_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
-             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"),
+             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("runs", "runs", "d"),
              ("pages done", "pages_completed", "d"), ("pages failed", "pages_failed", "d"),
              ("service mean s", "service_mean_s", ".2f"),
              ("service median s", "service_median_s", ".2f"),
@@ -229,7 +255,7 @@ HTTP_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack
              ("control B/delivered", "control_bytes_per_delivered", ".1f"),
              ("discovery s", "discovery_s", ".3f")]  # fmt: skip
 WRK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
-            ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"),
+            ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("runs", "runs", "d"),
             ("requests/s", "requests_per_s", ".1f"), ("latency p50 s", "latency_p50_s", ".3f"),
             ("errors", "errors", "d")]  # fmt: skip
 
@@ -256,16 +282,20 @@ def per_seed_markdown(docs: list[dict[str, Any]]) -> list[str]:
     if not runs:
         return []
     variants = list(dict.fromkeys(variant(d["params"]) for d in sorted(runs, key=_key)))
-    rows: dict[tuple[str, str, float, int], dict[str, dict[str, Any]]] = {}
+    rows: dict[tuple[str, str, float, int, int], dict[str, dict[str, Any]]] = {}
     for d in runs:
         p = d["params"]
-        k = (p["scenario"], p["traffic"], float(p["speed"]), int(p["seed"]))
+        k = (p["scenario"], p["traffic"], float(p["speed"]), int(p["seed"]),
+             int(p.get("repeat") or 1))  # fmt: skip
         rows.setdefault(k, {})[variant(p)] = d
+    repeats = any(k[4] > 1 for k in rows)
     md = ["Per seed, kbit/s (one row = one movement pattern and the same flow pairs; "
-          "expected and partition from the ground truth):", "",
+          "expected and partition from the ground truth"
+          + ("; `3 r2` is seed 3's second repeat" if repeats else "") + "):", "",
           "| scenario | traffic | speed m/s | seed | pairs | expected kbit/s | partition s | "
           + " | ".join(variants) + " |", "|---|" + "---|" * (6 + len(variants))]  # fmt: skip
-    for (scen, traffic, speed, seed), by in sorted(rows.items()):
+    for (scen, traffic, speed, seed0, repeat), by in sorted(rows.items()):
+        seed = f"{seed0} r{repeat}" if repeats else str(seed0)
         any_doc = next(iter(by.values()))
         flows = any_doc["bulk"]["flows"]
         cells = [out.cell(by[v]["bulk"]["goodput_kbps"] if v in by else None, ".1f")
@@ -391,6 +421,52 @@ def plot_http(rows: list[dict], dest: Path) -> list[Path]:
     return made
 
 
+def plugin_tables(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each metric plug-in's rows (``manetkit.experiment.plugins``) for the runs that
+    measured it; plug-ins no run measured are left out."""
+    out = {}
+    for name, plugin in PLUGINS.items():
+        rows = plugin.rows(docs)
+        if rows:
+            out[name] = rows
+    return out
+
+
+def plugin_markdown(tables: dict[str, list[dict[str, Any]]]) -> list[str]:
+    md: list[str] = []
+    for name, rows in tables.items():
+        plugin = PLUGINS[name]
+        out.show(rich_table(plugin.title, plugin.columns, rows))
+        md += [f"## {plugin.title}", "", markdown_table(plugin.columns, rows), "", plugin.note, ""]
+    return md
+
+
+def convergence_markdown(docs: list[dict[str, Any]]) -> list[str]:
+    """The runs whose warm-up ended at its cap: some pair had no route when the window
+    opened (a partitioned pair, or a stack that had not converged)."""
+    capped = [d for d in docs if (d.get("convergence") or {}).get("cap_hit")]
+    if not capped:
+        return []
+    md = ["## Runs whose warm-up hit its cap", "",
+          "Some pair of the traffic had no route at the cap (medium time); the window "
+          "opened at `warmup_s` as in every run. Pairs without a route:", ""]  # fmt: skip
+    for d in sorted(capped, key=lambda d: d["run"]):
+        c = d["convergence"]
+        missing = [k for k, t in (c.get("pairs") or {}).items() if t is None]
+        md.append(f"- {d['run']}: cap {c['cap_s']:g} s; {', '.join(missing) or '?'}")
+    return [*md, ""]
+
+
+def fidelity_summary(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many runs were valid, invalid (named, with why), or unrecorded."""
+    by = validity.split(docs)
+    return {
+        "valid": len(by["valid"]),
+        "invalid": {d["run"]: validity.reasons(d) for d in by["invalid"]},
+        "unrecorded": len(by["unrecorded"]),
+    }
+
+
 def make_report(results: Path) -> Path:
     """Write ``results/report/`` (README.md, summary.json, PNGs); print the tables."""
     docs = load_runs(results)
@@ -400,17 +476,21 @@ def make_report(results: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("*.png"):
         old.unlink()
-    b, h, w = bulk_rows(docs), http_rows(docs), wrk_rows(docs)
+    shown = table_runs(docs)
+    b, h, w = bulk_rows(shown), http_rows(shown), wrk_rows(shown)
     failed = sorted(
         p.name.removesuffix(".error.json") for p in (results / "runs").glob("*.error.json")
     )
     md = [f"# Experiment report: {results.name}", "",
-          f"{len(docs)} runs (`manetkit experiment report {results}`); means over seeds.", ""]  # fmt: skip
+          f"{len(docs)} runs (`manetkit experiment report {results}`); the tables are "
+          f"means (and medians) over the runs of a row, invalid runs left out "
+          f"({len(docs) - len(shown)} of them: Fidelity below); the goals are medians with "
+          "bootstrap intervals on the valid runs.", ""]  # fmt: skip
     spec = results / "spec.yaml"
     if b:
         cols = with_background(with_flows(BULK_COLS, b), b)
-        out.show(rich_table("bulk TCP (iperf3)", cols, b))
-        pngs = plot_goodput(b, dest) + plot_expected(docs, dest)
+        out.show(rich_table("bulk TCP (iperf3; stream traffics)", cols, b))
+        pngs = plot_goodput(b, dest) + plot_expected(shown, dest)
         md += ["## Bulk TCP", "", markdown_table(cols, b), "",
                "Expected: Holland & Vaidya eq. 3.1 over the medium's ground truth, summed over "
                "a run's flows; measured/expected is the mean of the runs' ratios; control: "
@@ -418,7 +498,7 @@ def make_report(results: Path) -> Path:
                "babeld/batmand: nftables counters on radio0, with bytes); discovery: mean "
                "route discovery latency at the sources (proactive peers: none)."
                + (" " + MULTI_FLOW_NOTE if any(r["flows"] > 1 for r in b) else ""),
-               "", *per_seed_markdown(docs),
+               "", *per_seed_markdown(shown),
                ] + [f"![{p.stem}]({p.name})" for p in pngs] + [""]  # fmt: skip
     if h:
         cols = with_background(HTTP_COLS, h)
@@ -433,8 +513,12 @@ def make_report(results: Path) -> Path:
         out.show(rich_table("HTTP load (wrk)", WRK_COLS, w))
         md += ["## HTTP load (wrk)", "", markdown_table(WRK_COLS, w), ""]
     variants = [r["variant"] for r in b + h]
-    md += probesweep.markdown(docs, dest)
-    md += goals.goals_markdown(goals.goals(b, h), variants) + goals.papers_markdown(b, h)
+    md += probesweep.markdown(shown, dest)
+    extra = plugin_tables(shown)
+    md += plugin_markdown(extra)
+    found = goals.goals(docs)
+    md += goals.goals_markdown(found, variants) + goals.papers_markdown(b, h)
+    md += validity.markdown(docs) + convergence_markdown(shown)
     late = [(d["run"], d["late_s"]) for d in docs if (d.get("late_s") or 0) > 0]
     if late:
         md += ["## Runs whose traffic started late", "",
@@ -448,7 +532,7 @@ def make_report(results: Path) -> Path:
         md += ["## Spec", "", "```yaml", spec.read_text().rstrip(), "```", ""]
     (dest / "README.md").write_text("\n".join(md))
     out.write(dest, "summary", {"bulk": b, "http": h, "wrk": w, "failed": failed,
-                                "goals": goals.goals(b, h),
-                                "probe_sweep": probesweep.rows(docs)})  # fmt: skip
+                                "goals": found, "probe_sweep": probesweep.rows(shown),
+                                "fidelity": fidelity_summary(docs), "metrics": extra})  # fmt: skip
     out.console.print(f"written {dest / 'README.md'}")
     return dest

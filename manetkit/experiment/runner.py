@@ -6,7 +6,9 @@ The results directory is resumable: each run that finished writes ``runs/<name>.
 writer (``manetkit.bench.report``); a run whose JSON is there with ``status: ok`` is
 skipped, so a matrix stopped (Ctrl-C, ``--limit``, a crash) goes on where it was. A run
 that fails leaves ``runs/<name>.error.json`` (why) and is tried again next time. The
-spec is copied to ``spec.yaml`` beside the runs, so a report says what made it.
+spec is copied to ``spec.yaml`` beside the runs, so a report says what made it. What a
+run keeps besides its JSON (``work/<name>/keep/``: the routing snapshots) moves to
+``runs/<name>/``; the rest of its work directory goes unless ``--keep-work``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from manetkit.console import console
 from manetkit.experiment.spec import Run, Spec
 
 RunFn = Callable[[Spec, Run, Path], dict[str, Any]]
+KEEP = "keep"  # a run's files to keep, under its work directory
 
 
 @dataclass
@@ -35,6 +38,16 @@ class Outcome:
     skipped: list[str] = field(default_factory=list)  # already there
     failed: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)  # not reached (--limit)
+
+
+def keep_files(src: Path, dest: Path) -> None:
+    """Move the files a run kept (``src``) to its directory ``dest`` (replaced: a run
+    made again keeps only its own files)."""
+    if not src.is_dir():
+        return
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(src), str(dest))
 
 
 def result_path(out: Path, run: Run) -> Path:
@@ -103,6 +116,7 @@ def run_matrix(
                 progress.console.print(f"[red]failed[/] {r.name}: {type(exc).__name__}: {exc}")
             else:
                 report.write(out / "runs", r.name, doc)
+                keep_files(work / KEEP, out / "runs" / r.name)
                 err.unlink(missing_ok=True)
                 result.done.append(r.name)
                 if not keep_work:

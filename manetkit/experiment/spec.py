@@ -13,7 +13,8 @@ profile, so one matrix holds a peer at each of its profiles side by side.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -43,15 +44,15 @@ from manetkit.proxy.config import ProxyConfig
 # daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
 MANETKIT_STACKS = ("dsr", "aodv", "smr")
 PEER_SETTINGS: dict[str, type[BaseModel]] = {"babeld": BabeldSettings, "batmand": BatmandSettings}
-# Peer stack variants: a peer with one of its profiles (``babeld-mobile`` = the lab's
-# ``stack: babeld`` with ``babeld.profile: mobile``), so one spec runs a peer at both its
-# profiles side by side; the bare name runs the profile of ``set:`` (the peer's default
-# unless ``set:`` says otherwise).
+# Peer stack variants: a peer with one of its other profiles (``babeld-mobile`` = the
+# lab's ``stack: babeld`` with ``babeld.profile: mobile``), so one spec runs a peer at
+# several profiles side by side; the bare name runs the profile of ``set:`` (the peer's
+# default, the operator profile ``wireless``, unless ``set:`` says otherwise).
 STACK_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     f"{peer}-{profile}": (peer, {f"{peer}.profile": profile})
     for peer in PEER_STACKS
     for profile in get_args(PEER_SETTINGS[peer].model_fields["profile"].annotation)
-    if profile != "default"
+    if profile != PEER_SETTINGS[peer].model_fields["profile"].default
 }
 STACKS = (*MANETKIT_STACKS, *PEER_STACKS, *STACK_VARIANTS, "none")
 PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
@@ -66,9 +67,21 @@ PROBE_RANGE: tuple[float, float] = (
     float(next(m.ge for m in _PROBE_META if hasattr(m, "ge"))),
     float(next(m.le for m in _PROBE_META if hasattr(m, "le"))),
 )
-TRAFFIC_TAGS = ("bulk", "http", "wrk")
+TRAFFIC_TAGS = ("bulk", "http", "wrk", "stream")
+# Metric plug-ins a spec may name (manetkit.experiment.plugins: each adds its part to the
+# runs' JSON and a table to the report).
+METRICS = ("retrans", "atra", "smr", "flap")
+# Fields of the proxy config the lab sets per node (a spec's proxy_config may not).
+PROXY_NODE_FIELDS = ("daemon_socket", "status_socket")
+# The TCP congestion control every node's namespace runs unless the spec says otherwise:
+# what Debian, Ubuntu, Fedora, macOS and Windows laptops run by default (a namespace
+# would otherwise inherit the host's, BBR on some machines). The papers' reproductions
+# set reno (Holland & Vaidya, Anantharaman et al., Lim/Xu/Gerla all use TCP Reno).
+DEFAULT_CC = "cubic"
+_CC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+_VARIANT = re.compile(_NAME)
 
 Pair = tuple[str, str]
 
@@ -159,25 +172,77 @@ class Background(_Strict):
         return self.kbps * 1000 / 8 / self.packet_bytes / self.flows
 
 
+class LinkFlap(_Strict):
+    """A link of the lab forced down for ``down_s`` every ``period_s`` during the window,
+    the first time ``first_s`` into it (the medium's ``link`` command; ``auto`` between
+    breaks: the propagation model decides)."""
+
+    a: str
+    b: str
+    down_s: float = Field(3.0, gt=0, le=600, description="seconds each break lasts")
+    period_s: float = Field(15.0, gt=0, le=3600, description="seconds from break to break")
+    first_s: float = Field(5.0, ge=0, le=3600, description="first break, s into the window")
+    count: int | None = Field(None, ge=1, le=1000, description="breaks (default: as fit)")
+
+    @model_validator(mode="after")
+    def _link_up_between(self) -> LinkFlap:
+        if self.a == self.b:
+            raise ValueError("a and b must be two different nodes")
+        if self.period_s <= self.down_s:
+            raise ValueError(
+                f"period_s {self.period_s:g} must be longer than down_s {self.down_s:g} "
+                "(the link is up in between)"
+            )
+        return self
+
+    def breaks(self, duration: float) -> list[tuple[float, float]]:
+        """(down, up) seconds into a window of ``duration``: every break that fits."""
+        out = []
+        t = self.first_s
+        while t + self.down_s <= duration and (self.count is None or len(out) < self.count):
+            out.append((t, t + self.down_s))
+            t += self.period_s
+        return out
+
+
+def _proxy_fields(v: dict[str, Any]) -> dict[str, Any]:
+    fields = ProxyConfig.model_fields
+    for key in v:
+        if key in PROXY_NODE_FIELDS:
+            raise ValueError(f"{key}: set per node by the lab")
+        if key not in fields:
+            raise ValueError(f"{key}: not a proxy config field (docs/proxy.md)")
+    return v
+
+
 class _Traffic(_Strict):
     name: str | None = Field(None, pattern=_NAME, description="names the runs (default: kind)")
+    link_flap: LinkFlap | None = Field(None, description="a link forced down and up in the window")
+    proxy_config: dict[str, Any] = Field(
+        default_factory=dict, description="proxy config fields for this traffic's runs"
+    )
     background: Background | None = Field(
         None, description="CBR/UDP flows running beside this traffic (default: none)"
     )
     duration_s: float | None = Field(
         None, gt=0, le=3600, description="traffic window; default: the spec's duration_s"
     )
-    stacks: list[Literal[STACKS]] | None = Field(  # type: ignore[valid-type]
+    stacks: list[str] | None = Field(
         None,
         min_length=1,
         description="only these of the spec's stacks run this traffic (default: all of them)",
     )
+
+    _proxy = field_validator("proxy_config")(classmethod(lambda cls, v: _proxy_fields(v)))
 
     def label(self) -> str:
         raise NotImplementedError
 
     def endpoints(self) -> list[str]:
         return []
+
+    def flap_endpoints(self) -> list[str]:
+        return [self.link_flap.a, self.link_flap.b] if self.link_flap else []
 
     def background_endpoints(self) -> list[str]:
         return [n for p in (self.background.pairs or []) for n in p] if self.background else []
@@ -276,7 +341,63 @@ class Wrk(_Traffic):
         return [self.client, self.server]
 
 
-Traffic = Annotated[Bulk | Http | Wrk, Field(discriminator="kind")]
+class Stream(_Traffic):
+    """A deterministic TCP byte stream per pair (``manetkit.bench.stream``), its receiver
+    timing every read: goodput from the window's samples, whether the bytes arrived
+    whole, and the first byte after each event (``metrics: [flap]``)."""
+
+    kind: Literal["stream"]
+    flows: int = Field(1, ge=1, le=50)
+    pairs: list[Pair] | None = Field(
+        None, description="(sender, receiver) per flow; default: seeded random distinct nodes"
+    )
+    reconnect: bool = Field(
+        False, description="a sender dials again 1 s after its connection failed (no hash)"
+    )
+    lead_s: float = Field(
+        0.0, ge=0, le=120, description="the streams start this long before the window opens"
+    )
+
+    @model_validator(mode="after")
+    def _pairs_match(self) -> Stream:
+        _one_pair_per_flow(self.pairs, self.flows)
+        return self
+
+    def label(self) -> str:
+        return self.name or f"stream{self.flows}"
+
+    def endpoints(self) -> list[str]:
+        return [n for p in self.pairs or [] for n in p]
+
+
+Traffic = Annotated[Bulk | Http | Wrk | Stream, Field(discriminator="kind")]
+
+
+class StackVariant(_Strict):
+    """A stack of the spec's own: a lab stack (or a peer variant) with scenario overrides
+    for its runs only (``dsr-atra: {stack: dsr, set: {atra.rfp: true}}``)."""
+
+    stack: str
+    set: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="scenario overrides of this stack's runs"
+    )
+
+    @field_validator("stack")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in STACKS or v == "none":
+            raise ValueError(
+                f"Input should be a lab stack or a peer variant ({', '.join(STACKS[:-1])})"
+            )
+        return v
+
+    @field_validator("set")
+    @classmethod
+    def _no_axes(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if key in ("stack", "proxy", "seed", "mobility.speed"):
+                raise ValueError(f"{key}: is a matrix axis (stacks/proxies/seeds/speeds)")
+        return v
 
 
 def _one_pair_per_flow(pairs: list[Pair] | None, flows: int) -> None:
@@ -310,12 +431,25 @@ class Expected(_Strict):
         return self
 
 
+class FidelityThresholds(_Strict):
+    """When a run counts as a faithful emulation (``manetkit.lab.fidelity.Thresholds``);
+    a run outside them is invalid and left out of every goal cell."""
+
+    lag_p99_ms: float = Field(5.0, gt=0, le=10_000, description="medium scheduling lag p99")
+    unmodelled_drops: int = Field(
+        0, ge=0, description="frames lost outside the model allowed in a window"
+    )
+
+
 class Spec(_Strict):
     """An experiment: the matrix and how long each run lasts."""
 
     name: str = Field(pattern=_NAME, description="names the default results directory")
     scenarios: list[str] = Field(min_length=1, description="shipped name (rwp-30) or YAML path")
-    stacks: list[Literal[STACKS]] = Field(min_length=1)  # type: ignore[valid-type]
+    variants: dict[str, StackVariant] = Field(
+        default_factory=dict, description="the spec's own stacks: a stack with overrides"
+    )
+    stacks: list[str] = Field(min_length=1)
     proxies: list[ProxyName] = Field(
         ["none"], min_length=1, description="proxy modes, and elfn-probe<S> probe variants"
     )
@@ -323,13 +457,34 @@ class Spec(_Strict):
         [0.0], min_length=1, description="mobility.speed (m/s) of random-waypoint scenarios"
     )
     seeds: list[int] = Field([1], min_length=1, description="scenario seed (movement, flows)")
+    repeats: int = Field(
+        1, ge=1, le=100, description="runs of each cell (same seed: the emulation's spread)"
+    )
+    congestion_control: list[str] = Field(
+        [DEFAULT_CC],
+        min_length=1,
+        description="TCP congestion control set in every node's namespace (several: an axis)",
+    )
     warmup_s: float = Field(
-        30.0,
+        60.0,
         ge=0,
         le=600,
-        description="medium time before the traffic (from the medium's start: lab up included)",
+        description="medium time at which the window opens, the same in every stack",
     )
-    duration_s: float = Field(30.0, gt=0, le=3600, description="default traffic window")
+    convergence_cap_s: float | None = Field(
+        None,
+        ge=0,
+        le=600,
+        description="give up waiting for the pairs' routes at this medium time (default: warmup_s)",
+    )
+    duration_s: float = Field(100.0, gt=0, le=3600, description="default traffic window")
+    fidelity: FidelityThresholds = Field(default_factory=FidelityThresholds)
+    metrics: list[Literal[METRICS]] = Field(  # type: ignore[valid-type]
+        default_factory=list, description="metric plug-ins every run measures"
+    )
+    proxy_config: dict[str, Any] = Field(
+        default_factory=dict, description="proxy config fields merged into every run's"
+    )
     set: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="scenario overrides for every run (as lab up --set)"
     )
@@ -347,10 +502,80 @@ class Spec(_Strict):
                 raise ValueError(f"[{i}]: {s} m/s: a speed must be >= 0")
         return _unique(v)
 
-    @field_validator("seeds", "stacks", "proxies", "scenarios")
+    @field_validator("seeds", "stacks", "proxies", "scenarios", "metrics")
     @classmethod
     def _no_repeats(cls, v: list[Any]) -> list[Any]:
         return _unique(v)
+
+    @field_validator("variants")
+    @classmethod
+    def _variant_names(cls, v: dict[str, StackVariant]) -> dict[str, StackVariant]:
+        for name in v:
+            if not _VARIANT.match(name):
+                raise ValueError(f"{name}: a variant's name is [a-z0-9][a-z0-9_-]* (no + or @)")
+            if name in STACKS:
+                raise ValueError(f"{name}: already a stack (choose another name)")
+        return v
+
+    @field_validator("stacks")
+    @classmethod
+    def _stacks_known(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        own = info.data.get("variants") or {}
+        for i, name in enumerate(v):
+            if name not in STACKS and name not in own:
+                raise ValueError(
+                    f"[{i}]: {name!r}: Input should be {', '.join(STACKS)} or one of the "
+                    "spec's variants"
+                )
+        return v
+
+    _proxy = field_validator("proxy_config")(classmethod(lambda cls, v: _proxy_fields(v)))
+
+    @field_validator("congestion_control", mode="before")
+    @classmethod
+    def _cc_list(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("congestion_control")
+    @classmethod
+    def _cc_names(cls, v: list[str]) -> list[str]:
+        for i, name in enumerate(v):
+            if not _CC_NAME.match(name):
+                raise ValueError(
+                    f"[{i}]: {name!r} is not a congestion control name (cubic, reno, bbr, ...)"
+                )
+        return _unique(v)
+
+    @field_validator("convergence_cap_s")
+    @classmethod
+    def _cap_before_window(cls, v: float | None, info: ValidationInfo) -> float | None:
+        warmup = info.data.get("warmup_s")
+        if v is not None and warmup is not None and v > warmup:
+            raise ValueError(
+                f"{v:g} s is after warmup_s {warmup:g} s (the window opens at warmup_s in "
+                "every stack)"
+            )
+        return v
+
+    def lab_stack(self, stack: str) -> str:
+        """The lab's stack of one of the spec's stacks (its own variants included)."""
+        return _lab_stack(stack, self.variants)
+
+    def stack_set(self, stack: str) -> dict[str, str]:
+        """The ``lab up --set`` a stack adds: a peer variant's profile, or a spec
+        variant's ``set:`` over its stack's (booleans as ``true``/``false``)."""
+        if stack in self.variants:
+            var = self.variants[stack]
+            return {**self.stack_set(var.stack), **{k: _as_set(x) for k, x in var.set.items()}}
+        return stack_overrides(stack)
+
+    def is_peer(self, stack: str) -> bool:
+        return self.lab_stack(stack) in PEER_STACKS
+
+    @property
+    def cap_s(self) -> float:
+        """Medium time at which the convergence wait gives up."""
+        return self.warmup_s if self.convergence_cap_s is None else self.convergence_cap_s
 
     @field_validator("set")
     @classmethod
@@ -358,14 +583,16 @@ class Spec(_Strict):
         for key in v:
             if key in ("stack", "proxy", "seed", "mobility.speed"):
                 raise ValueError(f"{key}: is a matrix axis (stacks/proxies/seeds/speeds)")
-        # A variant's profile would be overridden for it but not for the bare peer: the
-        # two columns would not be the profiles their names say.
+        # A variant's setting would be overridden for it but not for the bare stack: the
+        # two columns would not be what their names say.
+        own = info.data.get("variants") or {}
         for stack in info.data.get("stacks") or []:
-            for key in stack_overrides(stack):
+            keys = own[stack].set if stack in own else stack_overrides(stack)
+            for key in keys:
                 if key in v:
                     raise ValueError(
                         f"{key}: stack {stack} sets it; with {stack} in stacks the bare "
-                        f"{lab_stack(stack)} runs its default profile (leave {key} out)"
+                        f"{_lab_stack(stack, own)} runs its default (leave {key} out)"
                     )
         return v
 
@@ -373,9 +600,10 @@ class Spec(_Strict):
     @classmethod
     def _some_run(cls, v: list[str], info: ValidationInfo) -> list[str]:
         stacks = info.data.get("stacks") or []
+        own = info.data.get("variants") or {}
         if (
             stacks
-            and all(is_peer(s) for s in stacks)
+            and all(_lab_stack(s, own) in PEER_STACKS for s in stacks)
             and all(lab_proxy(p) in EVENT_PROXIES for p in v)
         ):
             raise ValueError(
@@ -387,8 +615,8 @@ class Spec(_Strict):
     @field_validator("traffics")
     @classmethod
     def _unique_names(
-        cls, v: list[Bulk | Http | Wrk], info: ValidationInfo
-    ) -> list[Bulk | Http | Wrk]:
+        cls, v: list[Bulk | Http | Wrk | Stream], info: ValidationInfo
+    ) -> list[Bulk | Http | Wrk | Stream]:
         labels = [t.label() for t in v]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
@@ -419,27 +647,44 @@ class Spec(_Strict):
         return t.duration_s if t.duration_s is not None else self.duration_s
 
     def runs(self) -> list[Run]:
-        """Every run of the matrix, in the order they are made: seed, then speed outermost,
-        so a partly done matrix already compares every stack at every speed for its first
-        seeds; a traffic with ``stacks:`` runs on those stacks only. A peer
-        stack (babeld, batmand and their variants) is not run with an elfn or bus proxy:
-        those act on the manetkit daemon's route events, which the peers do not give."""
+        """Every run of the matrix, in the order they are made: repeat, seed, then speed
+        outermost, so a partly done matrix already compares every stack at every speed
+        for its first seeds (and has each seed once before any twice); a traffic with
+        ``stacks:`` runs on those stacks only. A peer stack (babeld, batmand and their
+        variants) is not run with an elfn or bus proxy: those act on the manetkit
+        daemon's route events, which the peers do not give."""
         out = []
+        ccs = self.congestion_control
         for scen in self.scenarios:
-            for seed in self.seeds:
-                for speed in self.speeds:
-                    for traffic in self.traffics:
-                        for stack in self.stacks:
-                            if traffic.stacks is not None and stack not in traffic.stacks:
-                                continue  # this traffic runs on some stacks only
-                            for proxy in self.proxies:
-                                if is_peer(stack) and lab_proxy(proxy) in EVENT_PROXIES:
-                                    continue  # no route events to act on (issue 10)
-                                out.append(Run(scen, stack, proxy, speed, seed, traffic.label()))
+            for repeat in range(1, self.repeats + 1):
+                for seed in self.seeds:
+                    for speed in self.speeds:
+                        for traffic in self.traffics:
+                            for stack in self.stacks:
+                                if traffic.stacks is not None and stack not in traffic.stacks:
+                                    continue  # this traffic runs on some stacks only
+                                for proxy in self.proxies:
+                                    if self.is_peer(stack) and lab_proxy(proxy) in EVENT_PROXIES:
+                                        continue  # no route events to act on
+                                    for cc in ccs:
+                                        out.append(Run(
+                                            scen, stack, proxy, speed, seed, traffic.label(),
+                                            repeat=repeat, cc=cc, lab_stack=self.lab_stack(stack),
+                                            name_repeat=self.repeats > 1,
+                                            name_cc=len(ccs) > 1,
+                                        ))  # fmt: skip
         return out
 
-    def traffic(self, label: str) -> Bulk | Http | Wrk:
+    def traffic(self, label: str) -> Bulk | Http | Wrk | Stream:
         return next(t for t in self.traffics if t.label() == label)
+
+
+def _lab_stack(stack: str, own: dict[str, StackVariant]) -> str:
+    return lab_stack(own[stack].stack) if stack in own else lab_stack(stack)
+
+
+def _as_set(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def _unique(v: list[Any]) -> list[Any]:
@@ -451,7 +696,7 @@ def _unique(v: list[Any]) -> list[Any]:
 
 @dataclass(frozen=True)
 class Run:
-    """One cell of the matrix; :attr:`name` names its JSON (``<name>.json``)."""
+    """One run of the matrix; :attr:`name` names its JSON (``<name>.json``)."""
 
     scenario: str
     stack: str
@@ -459,12 +704,24 @@ class Run:
     speed: float
     seed: int
     traffic: str
+    repeat: int = 1
+    cc: str = DEFAULT_CC
+    lab_stack: str = ""  # the lab's stack (a spec variant's, a peer variant's); "" = stack
+    # whether the name carries the repeat (a spec with repeats > 1) and the congestion
+    # control (a spec with several): the names of one-repeat, one-cc specs stay as before
+    name_repeat: bool = field(default=False, compare=False)
+    name_cc: bool = field(default=False, compare=False)
 
     @property
     def name(self) -> str:
         scen = Path(self.scenario).stem if "/" in self.scenario else self.scenario
         scen = scen.removesuffix(".yaml")
-        return f"{scen}_{self.stack}_{self.proxy}_v{self.speed:g}_s{self.seed}_{self.traffic}"
+        name = f"{scen}_{self.stack}_{self.proxy}_v{self.speed:g}_s{self.seed}_{self.traffic}"
+        if self.name_cc:
+            name += f"_cc-{self.cc}"
+        if self.name_repeat:
+            name += f"_r{self.repeat}"
+        return name
 
     def params(self) -> dict[str, Any]:
         return {
@@ -474,6 +731,10 @@ class Run:
             "speed": self.speed,
             "seed": self.seed,
             "traffic": self.traffic,
+            "repeat": self.repeat,
+            "cc": self.cc,
+            "cc_axis": self.name_cc,
+            "lab_stack": self.lab_stack or lab_stack(self.stack),
         }
 
 
@@ -515,11 +776,11 @@ def _check_against(spec: Spec, sc: Scenario, where: str) -> list[str]:
         )
     names = set(sc.node_names)
     for i, t in enumerate(spec.traffics):
-        for n in [*t.endpoints(), *t.background_endpoints()]:
+        for n in [*t.endpoints(), *t.background_endpoints(), *t.flap_endpoints()]:
             if n not in names:
                 out.append(f"  traffics[{i}]: node {n!r} is not in {where} (n1..n{sc.nodes})")
         need = 0
-        if isinstance(t, Bulk) and t.pairs is None:
+        if isinstance(t, Bulk | Stream) and t.pairs is None:
             need = 2
         elif isinstance(t, Http) and t.pairs is None:
             need = t.clients + t.servers
@@ -538,7 +799,7 @@ def check_stacks_built(spec: Spec) -> None:
     """Refuse, before anything runs, a stack the lab does not build (yet): the scenario
     model's own ``stack`` list is the truth (``lab up --stack``)."""
     built = get_args(Scenario.model_fields["stack"].annotation)
-    missing = [s for s in spec.stacks if lab_stack(s) not in built]
+    missing = [s for s in spec.stacks if spec.lab_stack(s) not in built]
     if missing:
         raise UserError(
             f"stacks: {', '.join(missing)} not built in this checkout's lab "

@@ -1,4 +1,5 @@
-"""``manetkit field ...``: the mac80211_hwsim rig (``vm-test``)."""
+"""``manetkit field ...``: the mac80211_hwsim rig (``vm-test``) and the IBSS bring-up
+(``ibss-up`` / ``ibss-down``, as ``field-tests/`` and the ``manetkit-ibss@`` unit run it)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before qemu is killed")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=vm_test)
+
+    from manetkit.field import ibss
+    from manetkit.field.runner import run_plan
+
+    up = sub.add_parser("ibss-up", help=ibss.UP_HELP, description=ibss.UP_HELP)
+    ibss.up_arguments(up)
+    up.set_defaults(func=lambda args: run_plan("ibss-up", ibss.build_up, args))
+    down = sub.add_parser("ibss-down", help=ibss.DOWN_HELP, description=ibss.DOWN_HELP)
+    ibss.common(down)
+    down.set_defaults(func=lambda args: run_plan("ibss-down", ibss.build_down, args))

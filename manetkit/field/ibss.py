@@ -113,12 +113,7 @@ def common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def main_up(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="ibss-up",
-        description="Join (or create) an IBSS cell with a fixed BSSID and frequency, "
-        "optionally encrypted (RSN through wpa_supplicant).",
-    )
+def up_arguments(parser: argparse.ArgumentParser) -> None:
     common(parser)
     parser.add_argument("--ssid", default="manetkit", help="default %(default)s")
     parser.add_argument("--freq", default="2412", help="MHz, default %(default)s (channel 1)")
@@ -127,13 +122,22 @@ def main_up(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--psk", help="WPA2 passphrase: encrypted IBSS via wpa_supplicant")
     parser.add_argument("--mtu", type=int, help="set the interface MTU")
+
+
+UP_HELP = (
+    "Join (or create) an IBSS cell with a fixed BSSID and frequency, "
+    "optionally encrypted (RSN through wpa_supplicant)."
+)
+DOWN_HELP = "Leave the IBSS cell and stop wpa_supplicant if ibss-up ran it."
+
+
+def main_up(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ibss-up", description=UP_HELP)
+    up_arguments(parser)
     return main_wrapper("ibss-up", build_up, argv, parser)
 
 
 def main_down(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="ibss-down",
-        description="Leave the IBSS cell and stop wpa_supplicant if ibss-up ran it.",
-    )
+    parser = argparse.ArgumentParser(prog="ibss-down", description=DOWN_HELP)
     common(parser)
     return main_wrapper("ibss-down", build_down, argv, parser)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit.daemon.linksense.iw import IwParseError, parse_station_dump
+from manetkit.extras import require
 from manetkit.field.collect import MARK
 from manetkit.macaddr import format_mac
 
@@ -88,8 +89,7 @@ def summarise(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def plot(runs: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
+    matplotlib = require("matplotlib", "the signal plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

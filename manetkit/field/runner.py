@@ -7,6 +7,7 @@ refused before anything runs.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import subprocess
 import sys
@@ -93,7 +94,11 @@ def in_netns(netns: str | None, *argv: str) -> tuple[str, ...]:
 
 def main_wrapper(name: str, build, argv: list[str] | None, parser) -> int:
     """Parse, build the plan, then print it (``--dry-run``) or run it."""
-    args = parser.parse_args(argv)
+    return run_plan(name, build, parser.parse_args(argv))
+
+
+def run_plan(name: str, build, args: argparse.Namespace) -> int:
+    """Build the plan from parsed ``args``, then print it (``--dry-run``) or run it."""
     try:
         plan = build(args)
         if args.dry_run:

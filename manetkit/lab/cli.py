@@ -1,6 +1,6 @@
 """``manetkit lab``: bring labs up and down, look inside them, change their world.
 
-Sub-commands: up, down, status, exec, stations, logs, move, link, and the two processes a
+Sub-commands: up, down, status, exec, stations, logs, move, link, map, and the two processes a
 lab runs (``medium``, ``radio``), which ``lab up`` starts and which are rarely typed by hand.
 """
 
@@ -416,6 +416,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("state", choices=["down", "up", "auto"])
     _lab_arg(p)
     p.set_defaults(func=cmd_link)
+
+    from manetkit.lab.map import cli as map_cli
+
+    map_cli.add_arguments(
+        sub.add_parser("map", help="a live map of a lab in the browser (http://127.0.0.1:8080/)")
+    )
 
     _register_medium(sub)
 

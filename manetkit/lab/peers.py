@@ -11,14 +11,17 @@ no ``mesh0``), so an application reaches 10.42.0.I whatever the stack:
   addresses, multicast ff02::1:6 port 6696), announces only 10.42.0.0/16 local addresses,
   and installs ``10.42.0.J via 10.42.0.K dev radio0 proto babel onlink``. ``radio0`` is
   declared ``type wireless`` (ETX link costs, RFC 8966 App. A.2.2; no split horizon,
-  §3.7.4); a TAP would otherwise be taken for a wired link. Hello interval 4 s (babeld's
-  default for wireless interfaces), 1 s with ``profile: mobile``, or ``hello_interval_s``.
+  §3.7.4); a TAP would otherwise be taken for a wired link. Hello and update intervals
+  from the profile (:data:`BABELD_PROFILES`; ``wireless``: 2 s and 20 s).
 - **batmand** (B.A.T.M.A.N. III, draft-wunderlich-openmesh-manet-routing-00):
   10.42.0.I/16 with broadcast 10.42.255.255 on ``radio0`` (batmand sends its originator
   messages to the interface's broadcast address, so a /32 would not do); host routes in
   table 66 behind ``ip rule to 10.42.0.0/16 lookup 66`` (priority 6600). Originator
-  interval 1 s (batmand's default), 0.5 s with ``profile: mobile``, or
-  ``originator_interval_s``.
+  interval, hop penalty and purge timeout from the profile (:data:`BATMAND_PROFILES`;
+  ``wireless``: 1 s, 15, matched to the scenario's speed: :func:`matched_purge_s`).
+
+The profiles are how an operator would run each daemon on a mobile mesh; every flag and
+its source is in docs/lab.md ("Peer profiles").
 
 Neither daemon takes ``--lab``, so each runs under a small supervisor (``peerrun``),
 ``python -m manetkit.lab.peerrun --lab LAB --node nI --config nodes/nI/peer.json`` (the
@@ -48,6 +51,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Literal
@@ -70,12 +74,76 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BabeldSettings(_Strict):
-    """The scenario's ``babeld:`` section (``--set babeld.profile=mobile``)."""
+# --- the peers' profiles ------------------------------------------------------------------
+#
+# A profile is how an operator would run the daemon on a mobile 802.11 mesh; every flag
+# and its source is in docs/lab.md ("Peer profiles"). The first of each is the default of
+# ``stack: babeld|batmand``; the others are kept as labelled variants (an experiment runs
+# them side by side: ``babeld-mobile``, ``batmand-default``, ...).
 
-    profile: Literal["default", "mobile"] = Field(
-        "default", description="default: hello every 4 s (babeld's wireless default); mobile: 1 s"
-    )
+
+@dataclass(frozen=True)
+class BabeldProfile:
+    """``interface radio0 type wireless hello-interval H [update-interval U]
+    [link-quality false]`` (babeld(8), "Interface configuration")."""
+
+    hello_s: float
+    update_s: float | None  # None: babeld's own default, 4 x hello
+    link_quality: bool | None  # None: babeld's default (true on a wireless interface)
+    about: str
+
+
+BABELD_PROFILES: dict[str, BabeldProfile] = {
+    # an operator's wireless mesh: hellos every 2 s, full updates every 20 s (triggered
+    # updates carry the changes; babeld(8): "this can be set to a fairly large value")
+    "wireless": BabeldProfile(2.0, 20.0, None, "hello 2 s, update 20 s"),
+    # faster link detection with a matched update interval (not 4 x hello)
+    "fast": BabeldProfile(1.0, 16.0, None, "hello 1 s, update 16 s"),
+    # sensitivity: hop count instead of ETX (the lab medium has no random loss unless a
+    # scenario sets radio.loss, so ETX sees only collisions and lost hellos)
+    "wireless-nolq": BabeldProfile(2.0, 20.0, False, "hello 2 s, update 20 s, link-quality false"),
+    # babeld's built-in defaults for a wireless interface (the lab's default until the
+    # operator profiles): hello 4 s, update 16 s
+    "default": BabeldProfile(4.0, None, None, "babeld's defaults: hello 4 s, update 16 s"),
+    # hello 1 s with babeld's 4 x hello updates: ~10x the control of "wireless"
+    "mobile": BabeldProfile(1.0, None, None, "hello 1 s, update 4 s"),
+}
+BabeldProfileName = Literal["wireless", "fast", "wireless-nolq", "default", "mobile"]
+
+
+@dataclass(frozen=True)
+class BatmandProfile:
+    """batmand's command line: ``-o MS [--hop-penalty P] [--purge-timeout MS]``
+    (posix/init.c; ``batmand -i`` prints the values in force)."""
+
+    originator_ms: int
+    hop_penalty: int | None  # None: batmand's default, 10
+    purge_matched: bool  # purge timeout matched to the scenario's speed (else 200 s)
+    about: str
+
+
+BATMAND_PROFILES: dict[str, BatmandProfile] = {
+    # the hop penalty a Wi-Fi interface warrants, and stale neighbours purged as fast as
+    # the pattern's nodes move out of range
+    "wireless": BatmandProfile(1000, 15, True, "OGM 1 s, hop penalty 15, purge matched"),
+    # batmand's built-in defaults (the lab's default until the operator profiles)
+    "default": BatmandProfile(1000, None, False, "batmand's defaults: OGM 1 s"),
+    "mobile": BatmandProfile(500, None, False, "OGM 0.5 s"),
+}
+BatmandProfileName = Literal["wireless", "default", "mobile"]
+BATMAND_DEFAULT_HOP_PENALTY = 10  # tq_hop_penalty (batmand -i)
+BATMAND_DEFAULT_PURGE_MS = 200_000  # originator_timeout (batmand -i): 200 s
+BATMAND_GLOBAL_WINDOW = 5  # tq_global_window_size (batmand -i): OGMs a TQ averages
+
+
+def _about(profiles: dict[str, Any]) -> str:
+    return "; ".join(f"{k}: {v.about}" for k, v in profiles.items())
+
+
+class BabeldSettings(_Strict):
+    """The scenario's ``babeld:`` section (``--set babeld.profile=fast``)."""
+
+    profile: BabeldProfileName = Field("wireless", description=_about(BABELD_PROFILES))
     hello_interval_s: float | None = Field(
         None,
         ge=0.05,
@@ -86,38 +154,103 @@ class BabeldSettings(_Strict):
         None,
         ge=0.05,
         le=655.0,
-        description="full update interval in seconds (babeld's default: 4 x hello)",
+        description="full update interval in seconds (overrides the profile; babeld's "
+        "default: 4 x hello)",
+    )
+    link_quality: bool | None = Field(
+        None, description="link quality estimation (ETX) on radio0 (overrides the profile)"
     )
 
     @property
     def hello_s(self) -> float:
         if self.hello_interval_s is not None:
             return self.hello_interval_s
-        return 1.0 if self.profile == "mobile" else 4.0
+        return BABELD_PROFILES[self.profile].hello_s
+
+    @property
+    def update_s(self) -> float | None:
+        """The update interval written to the config (None: babeld's 4 x hello)."""
+        if self.update_interval_s is not None:
+            return self.update_interval_s
+        return BABELD_PROFILES[self.profile].update_s
+
+    @property
+    def lq(self) -> bool | None:
+        if self.link_quality is not None:
+            return self.link_quality
+        return BABELD_PROFILES[self.profile].link_quality
 
 
 class BatmandSettings(_Strict):
     """The scenario's ``batmand:`` section (``--set batmand.originator_interval_s=0.5``)."""
 
-    profile: Literal["default", "mobile"] = Field(
-        "default", description="default: an originator message every 1 s; mobile: 0.5 s"
-    )
+    profile: BatmandProfileName = Field("wireless", description=_about(BATMAND_PROFILES))
     originator_interval_s: float | None = Field(
         None, ge=0.05, le=60.0, description="originator interval (batmand -o) in seconds"
     )
+    hop_penalty: int | None = Field(
+        None, ge=0, le=255, description="TQ points a hop costs, of 255 (batmand --hop-penalty)"
+    )
+    purge_timeout_s: float | None = Field(
+        None,
+        ge=0.001,
+        le=86_400.0,
+        description="seconds without an OGM before a neighbour is purged (batmand "
+        "--purge-timeout; originators after twice that); overrides the profile",
+    )
 
-    @field_validator("originator_interval_s")
+    @field_validator("originator_interval_s", "purge_timeout_s")
     @classmethod
     def _whole_ms(cls, v: float | None) -> float | None:
         if v is not None and abs(v * 1000 - round(v * 1000)) > 1e-6:
-            raise ValueError(f"{v} s is not a whole number of milliseconds (batmand -o takes ms)")
+            raise ValueError(f"{v} s is not a whole number of milliseconds (batmand takes ms)")
         return v
 
     @property
     def originator_ms(self) -> int:
         if self.originator_interval_s is not None:
             return round(self.originator_interval_s * 1000)
-        return 500 if self.profile == "mobile" else 1000
+        return BATMAND_PROFILES[self.profile].originator_ms
+
+    @property
+    def penalty(self) -> int | None:
+        """``--hop-penalty`` to pass (None: batmand's default)."""
+        if self.hop_penalty is not None:
+            return self.hop_penalty
+        return BATMAND_PROFILES[self.profile].hop_penalty
+
+    def purge_ms(self, speed_mps: float | None, range_m: float) -> int | None:
+        """``--purge-timeout`` to pass in ms (None: batmand's default, 200 s): the
+        setting, else the profile's (matched to ``speed_mps``: :func:`matched_purge_s`)."""
+        if self.purge_timeout_s is not None:
+            return round(self.purge_timeout_s * 1000)
+        if not BATMAND_PROFILES[self.profile].purge_matched:
+            return None
+        return round(matched_purge_s(speed_mps, range_m, self.originator_ms / 1000) * 1000)
+
+
+def matched_purge_s(speed_mps: float | None, range_m: float, originator_s: float) -> float:
+    """A purge timeout matched to the nodes' speed: the time two nodes moving apart at
+    the pattern's speed (relative speed 2v) take to cross the reception range, so a
+    departed neighbour stops being a route candidate about when it left; never fewer
+    than :data:`BATMAND_GLOBAL_WINDOW` originator intervals (a neighbour is not dropped
+    for fewer lost OGMs than its TQ averages over), never more than batmand's 200 s
+    (static scenarios, or no speed known)."""
+    cap = BATMAND_DEFAULT_PURGE_MS / 1000
+    floor = BATMAND_GLOBAL_WINDOW * originator_s
+    if not speed_mps or speed_mps <= 0:
+        return cap
+    return round(min(cap, max(floor, range_m / (2 * speed_mps))), 3)
+
+
+def scenario_speed_range(scenario: Any) -> tuple[float | None, float]:
+    """(random-waypoint speed or None, reception range in m) of a lab scenario."""
+    from manetkit.lab.medium.propagation import TwoRayGround
+
+    mob = getattr(scenario, "mobility", None)
+    speed = getattr(mob, "speed", None) if getattr(mob, "model", "") == "random-waypoint" else None
+    prop = TwoRayGround(**scenario.propagation.model_dump(exclude={"model"}))
+    return speed, prop.range_m()
 
 
 # --- files of one node ------------------------------------------------------------------
@@ -143,8 +276,10 @@ def babeld_conf(lab: str, node: str, settings: BabeldSettings) -> str:
     from manetkit.macaddr import format_mac
 
     iface = f"interface {INTERFACE} type wireless hello-interval {settings.hello_s:g}"
-    if settings.update_interval_s is not None:
-        iface += f" update-interval {settings.update_interval_s:g}"
+    if settings.update_s is not None:
+        iface += f" update-interval {settings.update_s:g}"
+    if settings.lq is not None:
+        iface += f" link-quality {'true' if settings.lq else 'false'}"
     return "\n".join(
         [
             "# generated by manetkit lab up (stack babeld, docs/lab.md)",
@@ -160,8 +295,26 @@ def babeld_conf(lab: str, node: str, settings: BabeldSettings) -> str:
     )
 
 
-def peer_config(lab: str, node: str, stack: str, settings: BaseModel) -> dict[str, Any]:
-    """What the supervisor of ``node`` does: address, sysctls, the daemon's argv."""
+def batmand_argv(settings: BatmandSettings, purge_ms: int | None) -> list[str]:
+    """batmand's command line for ``settings`` (``purge_ms``: :meth:`BatmandSettings.purge_ms`)."""
+    argv = [BATMAND_BIN, "--no-detach", "-o", str(settings.originator_ms)]
+    if settings.penalty is not None:
+        argv += ["--hop-penalty", str(settings.penalty)]
+    if purge_ms is not None:
+        argv += ["--purge-timeout", str(purge_ms)]
+    return [*argv, INTERFACE]
+
+
+def peer_config(
+    lab: str,
+    node: str,
+    stack: str,
+    settings: BaseModel,
+    speed_range: tuple[float | None, float] = (None, 250.0),
+) -> dict[str, Any]:
+    """What the supervisor of ``node`` does: address, sysctls, the daemon's argv.
+    ``speed_range``: the scenario's speed and reception range (a batmand profile with a
+    matched purge timeout: :func:`scenario_speed_range`)."""
     from manetkit.lab.stacks import node_address
 
     d = paths.node_dir(lab, node)
@@ -191,7 +344,7 @@ def peer_config(lab: str, node: str, stack: str, settings: BaseModel) -> dict[st
             "broadcast": str(MESH_NET.broadcast_address),
             "wait_ipv6": False,
             "private_run": str(batmand_run_dir(lab, node)),
-            "argv": [BATMAND_BIN, "--no-detach", "-o", str(settings.originator_ms), INTERFACE],
+            "argv": batmand_argv(settings, settings.purge_ms(*speed_range)),
         }
     else:
         raise ValueError(f"not a peer stack: {stack!r}")
@@ -224,11 +377,17 @@ def _batmand_ready(lab: str, node: str) -> Callable[[], bool]:
     return ready
 
 
-def peer_spec(lab: str, node: str, stack: str, settings: BaseModel):
+def peer_spec(
+    lab: str,
+    node: str,
+    stack: str,
+    settings: BaseModel,
+    speed_range: tuple[float | None, float] = (None, 250.0),
+):
     """The supervisor of ``node``'s babeld or batmand, its files written."""
     from manetkit.lab.stacks import ProcessSpec
 
-    cfg = peer_config(lab, node, stack, settings)
+    cfg = peer_config(lab, node, stack, settings, speed_range)
     if shutil.which(cfg["argv"][0]) is None:
         raise UserError(
             f"stack {stack}: {cfg['argv'][0]} is not installed (apt-get install {stack}; "

@@ -9,7 +9,7 @@ One radio process runs inside each node's namespace
   IBSS yet);
 - relays frames: TAP read -> TX datagram, DELIVER -> TAP write. The hot path is two
   readiness callbacks that drain their fd in a loop, with no per-frame task or parse
-  beyond the bytes the station table needs (DESIGN.md, "Performance notes");
+  beyond the bytes the station table needs (docs/architecture.md, "Performance notes");
 - passes other nodes' unicasts that the medium lets it overhear to the TAP only while
   ``radio0`` is promiscuous (IFF_PROMISC, polled every ``PROMISC_POLL_S``), as a
   mac80211 IBSS interface does, and tells the medium (OVERHEAR) whether it wants them,

@@ -238,7 +238,8 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
         extra = _merge(extra_from_env(), scenario_daemon_extra(scenario))
         specs.append(daemon_spec(lab, node, stack, extra))
     elif stack in peers.PEER_STACKS:
-        specs.append(peers.peer_spec(lab, node, stack, getattr(scenario, stack)))
+        speed_range = peers.scenario_speed_range(scenario)
+        specs.append(peers.peer_spec(lab, node, stack, getattr(scenario, stack), speed_range))
     elif stack != "none":
         raise UserError(
             f"stack {stack!r} is not built (use aodv, dsr, smr, babeld, batmand or none)"

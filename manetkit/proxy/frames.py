@@ -3,7 +3,7 @@
 Every frame is ``type:u8 | body_length:u32 | body`` (network byte order), carried over
 one kernel TCP connection (a *transport*). Offsets are 64-bit byte offsets of one
 direction's application stream, counted from 0 for the life of the session, so they
-stay meaningful across transports (DESIGN.md "Proxy semantics").
+stay meaningful across transports (docs/proxy.md).
 
 ======== =====================================================================
 OPEN     session id (16) | epoch u32 | port u16 | mode u8 | addr len u8 | addr

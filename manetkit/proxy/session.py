@@ -3,7 +3,7 @@
 A *session* carries one application connection across any number of *transports*
 (kernel TCP connections of the mesh leg). Each direction is a byte stream with 64-bit
 offsets that the receiving proxy acknowledges once it has handed the bytes to its
-application (DESIGN.md "Proxy semantics"). The sender keeps every unacknowledged byte
+application (docs/proxy.md). The sender keeps every unacknowledged byte
 in a bounded replay buffer, so when a transport dies (or is replaced because the
 kernel connection backed off, ELFN, Holland & Vaidya section 6) nothing is lost: on the
 new transport (epoch + 1) both sides send RESUME with the offset they have delivered,

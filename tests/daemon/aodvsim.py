@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
-from manetkit.daemon.engines.aodv_routes import VALID, seq_newer
+from manetkit.daemon.engines.aodv.routetable import VALID, seq_newer
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.wire import aodv, ipv4
 from tests.daemon.enginesim import Sim, chain

@@ -160,7 +160,7 @@ class Sim:
     # -- outputs
     def _drain(self, node: IPv4Address) -> None:
         eng = self.engines[node]
-        while (a := eng.next_action()) is not None:
+        while (a := eng.next_event()) is not None:
             if isinstance(a, SendFrame):
                 self._transmit(node, a)
             elif isinstance(a, Deliver):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from manetkit.daemon.engines.aodv import AodvConfig
-from manetkit.daemon.engines.aodv_routes import VALID
+from manetkit.daemon.engines.aodv.routetable import VALID
 from manetkit.daemon.wire import aodv
 from tests.daemon.aodvsim import addr, chain, control, data, loop_free, network, payload_id
 

@@ -18,7 +18,7 @@ N1, N2, N5 = addr(1), addr(2), addr(5)
 
 def drain(eng) -> list:
     out = []
-    while (a := eng.next_action()) is not None:
+    while (a := eng.next_event()) is not None:
         out.append(a)
     return out
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from manetkit.daemon.engines.aodv_routes import INVALID, VALID
+from manetkit.daemon.engines.aodv.routetable import INVALID, VALID
 from manetkit.daemon.wire import aodv
 from tests.daemon.aodvsim import addr, chain, data, loop_free, network, payload_id
 
@@ -90,7 +90,7 @@ def test_expired_route_does_not_come_back_through_upstream():
     sim.run(duration=1.0)
     e2 = sim.engines[N2]
     e2.route(N3).expires = sim.now + 0.01  # n2's lifetime ends first (as clocks drift)
-    e2._set_deadline(sim.now + 0.01)
+    e2.deadline.lower(sim.now + 0.01)
     sim.unlink(N2, N3)
     sim.run(duration=0.1)
     assert e2.route(N3).state is INVALID

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from manetkit.daemon.engines.aodv import AodvConfig
-from manetkit.daemon.engines.aodv_routes import INVALID, REPAIRING, VALID
+from manetkit.daemon.engines.aodv.routetable import INVALID, REPAIRING, VALID
 from manetkit.daemon.engines.base import LinkDown, TxFailed
 from manetkit.daemon.wire import aodv, ipv4
 from tests.daemon.aodvsim import addr, chain, control, data, loop_free, network, payload_id

@@ -8,7 +8,7 @@ from ipaddress import IPv4Address
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manetkit.daemon.engines.aodv_routes import (
+from manetkit.daemon.engines.aodv.routetable import (
     INVALID,
     REPAIRING,
     VALID,

@@ -165,7 +165,7 @@ def test_srp_sends_pure_acks_back_along_the_data_path(srp: bool) -> None:
     assert sim.delivered[A(4)]
     # n4 then learns a newer route to n1 over n3: its own choice for n1
     sim.engines[A(4)].cache.add(sim.now, (A(4), A(3), A(1)))
-    sim.engines[A(4)]._out.clear()
+    sim.engines[A(4)].forget_routes()
     n = len(sim.frames)
     sim.send(A(4), _tcp(A(4), A(1), 80, 5000, 0x10))  # pure ACK
     sim.send(A(4), _tcp(A(4), A(1), 80, 5000, 0x18, b"reply"))  # piggybacked: not pinned

@@ -123,7 +123,8 @@ def _predict(
             sim.run(until=p.now)
             for seen in p.poll():
                 assert seen.signal_dbm is not None
-                for d in monitor.heard(p.now, seen.mac, seen.signal_dbm):
+                monitor.heard(p.now, seen.mac, seen.signal_dbm)
+                while (d := monitor.next_event()) is not None:
                     if isinstance(d, Signal):
                         sim.link_event(A(1), SignalSample(A(2), d.signal_dbm, p.now))
             got += [(p.now, e) for e in sim.events(A(1), "predicted-failure")[len(got) :]]

@@ -99,7 +99,7 @@ def test_erdn_hold_local_repair_ersn_release_in_order():
     assert sim.engines[addr(3)].counters["local-repairs"] == 1
     # Every hop acknowledged; nothing pending; nothing dropped on the way.
     for i in (1, 2, 3):
-        assert not sim.engines[addr(i)]._bus.pending
+        assert not sim.engines[addr(i)].bus.state.pending
     assert not [d for i in (1, 2, 3) for d in sim.dropped[addr(i)]]
 
 
@@ -113,7 +113,7 @@ def test_ersn_retransmitted_until_acked_when_the_first_copy_is_lost():
     assert fwd and fwd[0] > sent[1][0].time
     assert sim.events(N1, "ersn") == [FLOW | {"last_ack": 1100, "pivot": "10.42.0.3"}]
     assert seqs(sim.delivered[N5]) == [1000, 1100, 1200, 1300]
-    assert not sim.engines[addr(3)]._bus.pending
+    assert not sim.engines[addr(3)].bus.state.pending
 
 
 def test_bus_off_changes_nothing():

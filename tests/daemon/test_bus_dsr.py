@@ -33,7 +33,7 @@ def test_erdn_reaches_the_source_nodes_hold_and_ersn_releases_in_order():
     }
     # Reliable: every ERDN/ERSN hop was acknowledged, nothing left pending.
     for i in (1, 2, 3):
-        assert not sim.engines[A(i)]._bus.pending
+        assert not sim.engines[A(i)].bus.state.pending
     assert not sim.dropped[A(3)] and not sim.dropped[A(2)]
 
 
@@ -95,10 +95,10 @@ def test_late_erdn_retransmission_does_not_hold_the_flow_again():
     break_and_send(sim)
     assert not sim.events(A(1), "erdn")  # the ERSN came first; the old ERDN is void
     assert len(sim.events(A(1), "ersn")) == 1
-    assert not eng2._bus.holds
+    assert not eng2.bus.state.holds
     # The pivot's ERSN superseded its unacknowledged ERDN: no retransmission followed.
     assert len(frames_with(sim, 3, mx.KIND_ERDN)) == 1
-    assert sim.engines[A(3)]._bus.counters["erdn-superseded"] == 1
+    assert sim.engines[A(3)].bus.state.counters["erdn-superseded"] == 1
     sim.send(A(1), data(1400))
     sim.run(duration=1.0)
     assert seqs(sim.delivered[A(5)]) == [1000, 1100, 1200, 1300, 1400]

@@ -21,7 +21,7 @@ from manetkit.daemon.wire import ipv4
 
 def drain(e):
     out = []
-    while (a := e.next_action()) is not None:
+    while (a := e.next_event()) is not None:
         out.append(a)
     return out
 

@@ -514,7 +514,7 @@ def test_engine_never_raises_on_arbitrary_input(frames, garbage):
             eng.send_local(now, ipv4.build(A(3), dst, nh, b"\x00" * 20, ttl=ttl))
         if (t := eng.get_timer()) is not None and t <= now + 1:
             eng.handle_timer(t)
-        while eng.next_action() is not None:
+        while eng.next_event() is not None:
             pass
     json.dumps(eng.status())
 

@@ -93,7 +93,7 @@ def test_link_up_restarts_a_discovery_waiting_out_its_back_off():
     sim.send(A(1), data(1300))  # no route: node 1 rediscovers, nothing answers
     sim.run(duration=0.8)  # back-off running
     eng1 = sim.engines[A(1)]
-    (d,) = eng1._discoveries.values()
+    (d,) = eng1.discovery.searches.values()
     assert d.attempts >= 1 and d.next_at > sim.now + 0.1
     sent = eng1.counters["requests-sent"]
     t_up = sim.now

@@ -19,7 +19,7 @@ def data(src: int, dst: int, hops: list[int], segments_left: int) -> bytes:
 
 def actions(eng: DsrEngine) -> list:
     out = []
-    while (a := eng.next_action()) is not None:
+    while (a := eng.next_event()) is not None:
         out.append(a)
     return out
 

@@ -31,40 +31,52 @@ def test_parse_hello_never_raises(data):
     parse_hello(data)
 
 
+def after(call, *args) -> list:
+    """The link monitor's decisions after one input (drained with next_event)."""
+    m = call.__self__
+    while m.next_event() is not None:
+        pass  # what earlier inputs decided
+    call(*args)
+    out = []
+    while (d := m.next_event()) is not None:
+        out.append(d)
+    return out
+
+
 def test_one_lost_hello_does_not_take_a_link_down():
     m = LinkMonitor.for_hello(interval_s=1.0, missed_hellos=3)
-    assert m.heard(0.0, A) == [Up(A, None)]
+    assert after(m.heard, 0.0, A) == [Up(A, None)]
     # hello at t=1 lost; t=2 arrives: nothing happens at the deadline checks in between
-    assert m.tick(1.9) == []
-    assert m.heard(2.0, A) == []
-    assert m.tick(4.9) == []
+    assert after(m.handle_timer, 1.9) == []
+    assert after(m.heard, 2.0, A) == []
+    assert after(m.handle_timer, 4.9) == []
     # three periods (+ half for jitter) of silence: down, exactly once
-    assert m.next_deadline() == 5.5
-    assert m.tick(5.5) == [Down(A, "silent")]
-    assert m.tick(9.0) == []
-    assert m.next_deadline() is None
+    assert m.get_timer() == 5.5
+    assert after(m.handle_timer, 5.5) == [Down(A, "silent")]
+    assert after(m.handle_timer, 9.0) == []
+    assert m.get_timer() is None
     # heard again: up again
-    assert m.heard(10.0, A, -60.0) == [Up(A, -60.0), Signal(A, -60.0)]
+    assert after(m.heard, 10.0, A, -60.0) == [Up(A, -60.0), Signal(A, -60.0)]
 
 
 def test_consecutive_tx_failures_and_reset():
     m = LinkMonitor(silence_s=3.0, tx_failures=2)
     m.heard(0.0, A)
     m.heard(0.0, B)
-    assert m.tx_failed(0.1, A) == []
+    assert after(m.tx_failed, 0.1, A) == []
     m.heard(0.2, A)  # a successful hearing resets the count
-    assert m.tx_failed(0.3, A) == []
-    assert m.tx_failed(0.4, A) == [Down(A, "tx-failed")]
-    assert m.tx_failed(0.5, A) == []  # already down
+    assert after(m.tx_failed, 0.3, A) == []
+    assert after(m.tx_failed, 0.4, A) == [Down(A, "tx-failed")]
+    assert after(m.tx_failed, 0.5, A) == []  # already down
     assert m.is_up(B) and not m.is_up(A)
-    assert m.gone(0.6, B, "no-such-station") == [Down(B, "no-such-station")]
+    assert after(m.gone, 0.6, B, "no-such-station") == [Down(B, "no-such-station")]
 
 
 def test_station_table_inactivity_and_weak_signal():
     m = LinkMonitor(silence_s=3.0, min_signal_dbm=-85.0)
-    assert m.heard(0.0, A, -90.0) == []  # too weak to be a link
+    assert after(m.heard, 0.0, A, -90.0) == []  # too weak to be a link
     assert not m.is_up(A)
     # a row last heard 5 s ago is stale: not a hearing
-    assert m.last_heard(10.0, B, 5.0) == []
-    assert m.last_heard(10.0, B, 0.5) == [Up(B, None)]
-    assert m.next_deadline() == 12.5
+    assert after(m.last_heard, 10.0, B, 5.0) == []
+    assert after(m.last_heard, 10.0, B, 0.5) == [Up(B, None)]
+    assert m.get_timer() == 12.5

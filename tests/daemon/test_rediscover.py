@@ -116,7 +116,7 @@ def test_aodv_rediscover_does_not_postpone_the_discoverys_next_step():
     src, lost = nodes[0], aodvsim.addr(9)
     sim.send(src, aodvsim.data(src, lost, 1))
     sim.run(until=0.01)
-    d = sim.engines[src]._discoveries[lost]
+    d = sim.engines[src].discovery.searches[lost]
     due = d.deadline
     assert due > sim.now + 0.005  # a ring wait still running
     sim.now = due - 0.005

@@ -12,8 +12,9 @@ from pydantic import ValidationError
 
 from manetkit import events
 from manetkit.daemon.engines.dsr import DsrEngine
-from manetkit.daemon.engines.pathselect import Mode, PathSet
-from manetkit.daemon.engines.smr import _REMEMBERED, SmrConfig, SmrEngine
+from manetkit.daemon.engines.smr import SmrConfig, SmrEngine
+from manetkit.daemon.engines.smr.pathselect import Mode, PathSet
+from manetkit.daemon.engines.smr.strategy import REMEMBERED
 from manetkit.daemon.wire import dsr, ipv4
 from tests.daemon.dsrutil import A, first, udp_packet
 from tests.daemon.enginesim import Sim
@@ -37,7 +38,7 @@ def ints(path) -> tuple[int, ...]:
 
 
 def route_set(sim: Sim, node: int, dst: int) -> list[tuple[int, ...]]:
-    ps = sim.engines[A(node)]._sets.get(A(dst))
+    ps = sim.engines[A(node)].strategy.sets.get(A(dst))
     return [ints(p) for p in ps.paths()] if ps is not None else []
 
 
@@ -338,12 +339,12 @@ def test_destinations_to_rediscover_are_bounded() -> None:
     """Bounded state (docs/security.md): one broken link that takes every path set with
     it leaves at most 256 destinations waiting to be asked for again, oldest dropped."""
     eng = SmrEngine(A(1), SmrConfig())
-    dsts = [IPv4Address(f"10.43.{i // 250}.{i % 250 + 1}") for i in range(_REMEMBERED + 44)]
+    dsts = [IPv4Address(f"10.43.{i // 250}.{i % 250 + 1}") for i in range(REMEMBERED + 44)]
     for d in dsts:
-        ps = eng._sets[d] = PathSet(Mode.BACKUP1, 2)
+        ps = eng.strategy.sets[d] = PathSet(Mode.BACKUP1, 2)
         ps.offer(0.0, (A(1), A(2), d))
-    eng._links_cut(1.0, A(1), A(2), "link-down")
-    assert eng._sets == {} and eng.counters["smr-all-broken"] == len(dsts)
-    assert len(eng._rebuild) == _REMEMBERED
+    eng.strategy.links_cut(1.0, A(1), A(2), "link-down")
+    assert eng.strategy.sets == {} and eng.counters["smr-all-broken"] == len(dsts)
+    assert len(eng.strategy.rebuild) == REMEMBERED
     assert eng.counters["smr-rebuild-evicted"] == 44
-    assert next(iter(eng._rebuild)) == dsts[44]  # the oldest went first
+    assert next(iter(eng.strategy.rebuild)) == dsts[44]  # the oldest went first

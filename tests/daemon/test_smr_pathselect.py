@@ -1,4 +1,4 @@
-"""SMR path selection (manetkit.daemon.engines.pathselect) on hand-built topologies.
+"""SMR path selection (manetkit.daemon.engines.smr.pathselect) on hand-built topologies.
 
 Nodes are small ints; a path runs source first, destination last (Lim/Xu/Gerla V-B).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manetkit.daemon.engines.pathselect import (
+from manetkit.daemon.engines.smr.pathselect import (
     Mode,
     PathSet,
     select_replies,

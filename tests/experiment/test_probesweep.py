@@ -83,13 +83,13 @@ def test_the_interval_reaches_the_lab_proxy_config(tmp_path, monkeypatch):
     monkeypatch.delenv(stacks.PROXY_EXTRA_ENV, raising=False)
     sp = S.spec_from_dict(base(proxies=["plain", "elfn-probe0.5"]))
     plain, probe = sp.runs()
-    with execute.proxy_env(plain, tmp_path) as got:
+    with execute.proxy_env(sp, plain, tmp_path) as got:
         assert got is None and stacks.PROXY_EXTRA_ENV not in os.environ
     # a config the user gave is kept; the variant's fields win
     user = tmp_path / "mine.yaml"
     user.write_text("partition_timeout: 60\nprobe_interval: 9\n")
     monkeypatch.setenv(stacks.PROXY_EXTRA_ENV, str(user))
-    with execute.proxy_env(probe, tmp_path) as got:
+    with execute.proxy_env(sp, probe, tmp_path) as got:
         assert got == {"partition_timeout": 60, "probe": "fixed", "probe_interval": 0.5}
         extra = stacks.proxy_extra_from_env()
         cfg = parse_config(stacks.proxy_config("mkx1", "n1", "elfn", True, extra), "test")
@@ -181,6 +181,6 @@ def test_make_report_has_the_sweep(tmp_path):
     md = (dest / "README.md").read_text()
     assert "## ELFN probe interval sweep" in md and "![probe-rwp-30-bulk1]" in md
     # the bulk table names the variant as any proxy
-    assert "| rwp-30 | bulk1 | dsr+elfn-probe0.5 | 10 | 1,2 | 1 | 700.0 |" in md
+    assert "| rwp-30 | bulk1 | dsr+elfn-probe0.5 | 10 | 1,2 | 2 | 1 | 700.0 |" in md
     summary = json.loads((dest / "summary.json").read_text())
     assert [r["proxy"] for r in summary["probe_sweep"]][0] == "plain"

@@ -49,6 +49,8 @@ def results(tmp_path: Path) -> Path:
         },
         http_run("dsr", [1.0, 2.0, 6.0], 1),
         http_run("aodv", [0.5, 0.75], 0),
+        # a run whose medium fell behind real time: in no table, listed with why
+        rundocs.bulk_run("dsr", 1, 3, 5.0, 800.0, valid=False),
     ]
     for d in docs:
         (runs / f"{d['run']}.json").write_text(json.dumps(d))
@@ -64,17 +66,21 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     for png in ("goodput-rwp-30-bulk1.png", "expected-rwp-30-bulk1.png", "http-rwp-30-http.png"):
         assert (dest / png).read_bytes().startswith(PNG), png
     md = (dest / "README.md").read_text()
-    # bulk: the seeds' mean, expected, the ratio's mean, control overhead
-    assert "| rwp-30 | bulk1 | dsr | 1 | 1,2 | 1 | 500.0 | 800.0 | 0.62 | 2.0 | 0.250 |" in md
-    assert "| rwp-30 | bulk1 | aodv | 20 | 1 | 1 | 321.5 | 600.0 | 0.54 |" in md
+    # bulk: seeds, runs, the runs' mean and median, expected, the ratio's mean, control
+    assert "| rwp-30 | bulk1 | dsr | 1 | 1,2 | 2 | 1 | 500.0 | 500.0 | 800.0 | 0.62 | 2.0 |" in md
+    assert "| rwp-30 | bulk1 | aodv | 20 | 1 | 1 | 1 | 321.5 | 321.5 | 600.0 | 0.54 |" in md
     # http: pages done / failed, mean and median service time over every page
-    assert "| rwp-30 | http | dsr | 10 | 1 | 3 | 1 | 3.00 | 2.00 | - |" in md
-    assert "| rwp-30 | http | aodv | 10 | 1 | 2 | 0 | 0.62 | 0.75 | - |" in md
+    assert "| rwp-30 | http | dsr | 10 | 1 | 1 | 3 | 1 | 3.00 | 2.00 | - |" in md
+    assert "| rwp-30 | http | aodv | 10 | 1 | 1 | 2 | 0 | 0.62 | 0.75 | - |" in md
+    # the invalid run: out of the tables (seed 3 is nowhere), listed with its lag
+    assert "0 valid, 1 invalid, 7 without a fidelity record" in md
+    assert "| rwp-30_dsr_none_v1_s3_bulk1 | 40 | 120 | 1.2 | medium scheduling lag p99" in md
+    assert "| 1 | 3 | n1->n2" not in md
     # per seed, stacks side by side (a stack without that seed: -)
     assert "| rwp-30 | bulk1 | 1 | 1 | n1->n2 | 800.0 | 2.0 | 700.0 | 600.0 |" in md
     assert "| rwp-30 | bulk1 | 1 | 2 | n1->n2 | 800.0 | 2.0 | - | 400.0 |" in md
     assert "- 0123456789: 1 run(s): rwp-30_aodv_none_v20_s1_bulk1 (? UTC)" in md  # its checkout
-    assert "- not recorded: 6 run(s)" in md
+    assert "- not recorded: 7 run(s)" in md
     assert "rwp-30_smr_none_v1_s1_bulk1" in md  # failed runs are listed
     assert "- rwp-30_aodv_none_v20_s1_bulk1: 2.5 s late" in md
     assert "![goodput-rwp-30-bulk1](goodput-rwp-30-bulk1.png)" in md
@@ -82,6 +88,9 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     assert "321.5" in proc.stdout  # and printed
     summary = json.loads((dest / "summary.json").read_text())
     assert [r["variant"] for r in summary["bulk"]] == ["aodv", "aodv", "dsr", "dsr"]
+    assert summary["fidelity"]["invalid"] == {
+        "rwp-30_dsr_none_v1_s3_bulk1": ["medium scheduling lag p99 40 ms > 5 ms"]
+    }
     assert summary["http"][0]["pages_completed"] == 2
 
 
@@ -118,6 +127,7 @@ def multi_flow_run(stack: str, speed: float, seed: int, kbps: list[float]) -> di
         "bulk": {"flows": flows, "goodput_kbps": total, "expected_kbps": expected,
                  "measured_over_expected": total / expected},
         "control": None,
+        "fidelity": rundocs.fidelity(),
     }  # fmt: skip
 
 
@@ -131,13 +141,14 @@ def test_several_flows_a_run_show_the_sum_and_the_mean_per_flow(tmp_path: Path):
     rows = report.bulk_rows(report.load_runs(tmp_path))
     assert (rows[0]["goodput_kbps"], rows[0]["goodput_per_flow_kbps"]) == (750.0, 30.0)
     cols = report.with_flows(report.BULK_COLS, rows)
-    assert [h for h, _, _ in cols][6:9] == ["goodput kbit/s, sum of flows",
-                                            "goodput kbit/s per flow",
-                                            "expected kbit/s, sum of flows (bound)"]  # fmt: skip
+    assert [h for h, _, _ in cols][7:11] == ["goodput kbit/s, sum of flows",
+                                             "goodput kbit/s per flow",
+                                             "median kbit/s, sum of flows",
+                                             "expected kbit/s, sum of flows (bound)"]  # fmt: skip
     assert report.with_flows(report.BULK_COLS, [{**rows[0], "flows": 1}]) == report.BULK_COLS
     report.make_report(tmp_path)
     md = (tmp_path / "report" / "README.md").read_text()
-    assert "| rwp-30 | bulk25 | aodv | 20 | 1,2 | 25 | 750.0 | 30.0 | 20000.0 | 0.04 |" in md
+    assert "| rwp-30 | bulk25 | aodv | 20 | 1,2 | 2 | 25 | 750.0 | 30.0 | 750.0 | 20000.0 |" in md
     assert "an upper bound the medium cannot" in md
     # beside Anantharaman et al.'s 25 connections (per flow): ours per flow too
     assert "| 20 | 20.8 | 8.3 | 31.4 | 30.0 | 10.0 |" in md

@@ -33,6 +33,19 @@ def test_the_smoke_matrix_runs_end_to_end_and_resumes(
     assert flow["expected_kbps"] == 683.0
     assert flow["measured_over_expected"] == pytest.approx(flow["goodput_kbps"] / 683.0, abs=1e-3)
     assert bulk["control"]["delivered_packets"] > 0
+    # the methodology's records: cubic in every node, the route before the window, the
+    # emulation's fidelity over it, and the routing snapshots (the raw ones kept)
+    assert bulk["tcp"] == {"congestion_control": "cubic", "nodes": 3, "read_back": {"cubic": 3}}
+    conv = bulk["convergence"]
+    assert conv["converged"] and conv["asked"] >= 1 and conv["pairs"]["n1-n3"] <= 5.0
+    fid = bulk["fidelity"]
+    assert fid["outputs"] > 0 and fid["lag_p99_ms"] is not None and "valid" in fid
+    assert fid["cpu_s"]["daemons"] > 0
+    for moment in ("start", "middle", "end"):
+        snap = bulk["snapshots"][moment]
+        assert snap["pairs"]["n1-n3"]["path"] == ["n1", "n2", "n3"], moment
+        assert snap["pairs"]["n1-n3"]["next_hop_up"] and snap["pairs"]["n1-n3"]["path_in_range"]
+        assert (runs / bulk["run"] / snap["file"]).exists()
     http_run = json.loads((runs / "chain-3_dsr_none_v0_s1_http.json").read_text())
     http = http_run["http"]
     assert http["pages_completed"] >= 1

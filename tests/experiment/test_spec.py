@@ -39,16 +39,17 @@ def test_the_shipped_specs_load():
     assert S.throughput_table(smoke)[2] == 683
     mob = S.load_spec(REPO / "configs" / "experiments" / "mobility.yaml")
     runs = mob.runs()
-    # peers are not run with elfn; everything else is
-    assert not [r for r in runs if r.stack in S.PEER_STACKS and r.proxy == "elfn"]
-    assert len(runs) == 2 * 3 * 3 * 3 * (3 * 2 + 2)
+    # the goal table's methodology: 5 seeds x 2 repeats, 100 s windows at medium 60 s
+    assert (len(mob.seeds), mob.repeats, mob.duration_s, mob.warmup_s) == (5, 2, 100.0, 60.0)
+    assert mob.congestion_control == ["cubic"]
+    assert len(runs) == 2 * 3 * 5 * 2 * 3 * 5
     assert len({r.name for r in runs}) == len(runs)
 
 
 @pytest.mark.parametrize(
     ("over", "field", "reason"),
     [
-        ({"stacks": ["dsx"]}, "stacks[0]", "Input should be"),
+        ({"stacks": ["dsx"]}, "stacks", "'dsx': Input should be"),
         ({"stacks": ["dsr", "dsr"]}, "stacks", "listed twice"),
         ({"proxies": ["elfn2"]}, "proxies[0]", "Input should be"),
         ({"speeds": [-1]}, "speeds", ">= 0"),
@@ -182,3 +183,88 @@ def test_a_variant_checks_its_lab_stack_and_owns_its_profile():
     # a profile set for the other peer is fine; a variant with elfn only runs nothing
     S.spec_from_dict(base(stacks=["babeld-mobile"], set={"batmand.profile": "mobile"}))
     assert "no run" in refused(base(stacks=["batmand-mobile"], proxies=["elfn"]))
+
+
+def test_repeats_run_each_cell_again_and_name_the_repeat():
+    sp = S.spec_from_dict(base(scenarios=["rwp-30"], speeds=[10], seeds=[1, 2], repeats=2))
+    runs = sp.runs()
+    # every seed once before any twice: a partial matrix covers the seeds first
+    assert [(r.repeat, r.seed) for r in runs] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert runs[0].name == "rwp-30_dsr_none_v10_s1_bulk1_r1"
+    assert runs[3].name == "rwp-30_dsr_none_v10_s2_bulk1_r2"
+    assert runs[3].params()["repeat"] == 2
+    one = S.spec_from_dict(base()).runs()[0]
+    assert one.name == "chain-5_dsr_none_v0_s1_bulk1"  # one repeat: the names as before
+
+
+def test_the_congestion_control_is_cubic_unless_said_and_several_make_an_axis():
+    sp = S.spec_from_dict(base())
+    assert sp.congestion_control == ["cubic"] and sp.runs()[0].cc == "cubic"
+    assert S.spec_from_dict(base(congestion_control="reno")).runs()[0].cc == "reno"
+    two = S.spec_from_dict(base(congestion_control=["reno", "cubic"])).runs()
+    assert [r.name for r in two] == ["chain-5_dsr_none_v0_s1_bulk1_cc-reno",
+                                     "chain-5_dsr_none_v0_s1_bulk1_cc-cubic"]  # fmt: skip
+    assert two[0].params()["cc_axis"] is True
+
+
+def test_methodology_defaults_and_the_convergence_cap():
+    sp = S.spec_from_dict(base())
+    assert (sp.warmup_s, sp.duration_s, sp.repeats) == (60.0, 100.0, 1)
+    assert sp.cap_s == 60.0  # the cap defaults to the window's start
+    assert S.spec_from_dict(base(warmup_s=30, convergence_cap_s=20)).cap_s == 20.0
+    assert (sp.fidelity.lag_p99_ms, sp.fidelity.unmodelled_drops) == (5.0, 0)
+
+
+@pytest.mark.parametrize(
+    ("over", "field", "reason"),
+    [({"repeats": 0}, "repeats", "greater than or equal to 1"),
+     ({"congestion_control": "Cubic!"}, "congestion_control", "[0]: 'Cubic!' is not a congestion"),
+     ({"congestion_control": ["reno", "reno"]}, "congestion_control", "listed twice"),
+     ({"warmup_s": 30, "convergence_cap_s": 40}, "convergence_cap_s",
+      "40 s is after warmup_s 30 s"),
+     ({"fidelity": {"lag_p99_ms": 0}}, "fidelity.lag_p99_ms", "greater than 0")],
+)  # fmt: skip
+def test_bad_methodology_fields_are_refused_naming_them(over, field, reason):
+    msg = refused(base(**over))
+    line = next((ln for ln in msg.splitlines() if ln.strip().startswith(field)), None)
+    assert line is not None and reason in line, msg
+
+
+def test_every_peer_profile_is_a_stack_variant_and_the_bare_peer_is_the_operators():
+    assert set(S.STACK_VARIANTS) == {
+        "babeld-fast", "babeld-wireless-nolq", "babeld-default", "babeld-mobile",
+        "batmand-default", "batmand-mobile",
+    }  # fmt: skip
+    assert S.STACK_VARIANTS["babeld-fast"] == ("babeld", {"babeld.profile": "fast"})
+    sp = S.spec_from_dict(base(stacks=["babeld", "babeld-default"]))
+    by = {r.stack: execute.overrides_for(sp, r) for r in sp.runs()}
+    assert "babeld.profile" not in by["babeld"]  # the scenario's default: wireless
+    assert by["babeld-default"]["babeld.profile"] == "default"
+
+
+def test_a_kernel_without_the_algorithm_is_refused_naming_it():
+    from manetkit.experiment import tcpcc
+
+    loaded: list[str] = []
+    have = {"reno", "cubic"}
+    tcpcc.require(["cubic", "reno"], have=lambda: have, load=loaded.append)
+    assert loaded == []  # nothing to load
+    with pytest.raises(UserError, match=r"congestion_control: vegas not in this kernel"):
+        tcpcc.require(["cubic", "vegas"], have=lambda: have, load=loaded.append)
+    assert loaded == ["vegas"]  # its module was tried first
+    tcpcc.require(["bbr"], have=lambda: have, load=lambda n: have.add(n))  # loaded: fine
+
+
+def test_the_hosts_allowed_list_is_widened_for_the_matrix_and_put_back(tmp_path):
+    from manetkit.experiment import tcpcc
+
+    allowed = tmp_path / "tcp_allowed_congestion_control"
+    allowed.write_text("reno bbr\n")  # a host whose default is BBR: cubic is restricted
+    with tcpcc.allowing(["cubic", "reno"], allowed) as added:
+        assert added == ["cubic"] and allowed.read_text() == "reno bbr cubic\n"
+    assert allowed.read_text() == "reno bbr\n"
+    with pytest.raises(RuntimeError), tcpcc.allowing(["vegas"], allowed):
+        raise RuntimeError("a run broke")
+    assert allowed.read_text() == "reno bbr\n"  # put back on the way out too
+    with tcpcc.allowing(["reno"], allowed) as added:
+        assert added == [] and allowed.read_text() == "reno bbr\n"  # nothing to touch

@@ -127,7 +127,7 @@ def _engines(data: bytes) -> None:
         t = eng.get_timer()
         if t is not None and t <= now:
             eng.handle_timer(now)
-        while eng.next_action() is not None:
+        while eng.next_event() is not None:
             pass
 
 

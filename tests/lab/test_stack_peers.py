@@ -41,7 +41,11 @@ CHAIN5 = SCENARIOS / "chain-5.yaml"
         ({"stack": "batmand", "proxy": "bus"}, "proxy", "use proxy plain or fixed-rto"),
         ({"babeld.hello_interval_s": "0"}, "babeld.hello_interval_s", "greater than or equal"),
         ({"babeld.hello_interval_s": "700"}, "babeld.hello_interval_s", "less than or equal"),
-        ({"babeld.profile": "fast"}, "babeld.profile", "'default' or 'mobile'"),
+        ({"babeld.profile": "turbo"}, "babeld.profile", "'default' or 'mobile'"),
+        ({"batmand.profile": "fast"}, "batmand.profile", "'wireless', 'default' or 'mobile'"),
+        ({"batmand.hop_penalty": "256"}, "batmand.hop_penalty", "less than or equal to 255"),
+        ({"batmand.purge_timeout_s": "1.0005"}, "batmand.purge_timeout_s", "milliseconds"),
+        ({"babeld.link_quality": "maybe"}, "babeld.link_quality", "valid boolean"),
         ({"babeld.hello": "1"}, "babeld.hello", "Extra inputs are not permitted"),
         (
             {"batmand.originator_interval_s": "0.2505"},
@@ -91,13 +95,38 @@ def test_missing_daemon_refused_before_anything_is_made(rundir, monkeypatch):
     assert not paths.lab_dir("lx").exists()
 
 
+def _iface_line(settings: BabeldSettings) -> str:
+    lines = peers.babeld_conf("lx", "n3", settings).splitlines()
+    return next(x for x in lines if x.startswith("interface "))
+
+
+@pytest.mark.parametrize(
+    "settings, line",
+    [
+        # the operator profile is the default: babeld(8) type wireless, hello 2 s, full
+        # updates every 20 s (triggered updates carry changes in between)
+        (BabeldSettings(), "interface radio0 type wireless hello-interval 2 update-interval 20"),
+        (BabeldSettings(profile="fast"),
+         "interface radio0 type wireless hello-interval 1 update-interval 16"),
+        (BabeldSettings(profile="wireless-nolq"),
+         "interface radio0 type wireless hello-interval 2 update-interval 20 link-quality false"),
+        # the old profiles, kept as labelled variants: babeld's own update interval
+        (BabeldSettings(profile="default"), "interface radio0 type wireless hello-interval 4"),
+        (BabeldSettings(profile="mobile"), "interface radio0 type wireless hello-interval 1"),
+        # a field overrides its profile's
+        (BabeldSettings(profile="mobile", update_interval_s=8),
+         "interface radio0 type wireless hello-interval 1 update-interval 8"),
+        (BabeldSettings(hello_interval_s=0.5, link_quality=True),
+         "interface radio0 type wireless hello-interval 0.5 update-interval 20 link-quality true"),
+    ],
+)  # fmt: skip
+def test_babeld_profiles_reach_its_interface_line(settings, line):
+    assert _iface_line(settings) == line
+
+
 def test_babeld_settings_reach_its_config():
-    assert BabeldSettings().hello_s == 4.0
-    assert BabeldSettings(profile="mobile").hello_s == 1.0
-    assert BabeldSettings(profile="mobile", hello_interval_s=0.5).hello_s == 0.5
-    conf = peers.babeld_conf("lx", "n3", BabeldSettings(profile="mobile", update_interval_s=8))
+    conf = peers.babeld_conf("lx", "n3", BabeldSettings())
     lines = conf.splitlines()
-    assert "interface radio0 type wireless hello-interval 1 update-interval 8" in lines
     assert "router-id 02:6d:6b:00:00:03" in lines
     assert "local-path babeld.sock" in lines  # relative: AF_UNIX paths have <= 107 bytes
     # only the mesh addresses are announced
@@ -111,25 +140,55 @@ def test_babeld_settings_reach_its_config():
     # per-node pid and state files: instances share the filesystem
     for flag, name in (("-I", "babeld.pid"), ("-S", "babel-state"), ("-c", "babeld.conf")):
         assert cfg["argv"][cfg["argv"].index(flag) + 1] == str(paths.node_dir("lx", "n3") / name)
+    assert cfg["settings"]["profile"] == "wireless"  # recorded in the node's peer.json
 
 
 @pytest.mark.parametrize(
-    "settings, ms",
+    "settings, speed, tail",
     [
-        (BatmandSettings(), 1000),
-        (BatmandSettings(profile="mobile"), 500),
-        (BatmandSettings(profile="mobile", originator_interval_s=0.25), 250),
+        # the operator profile: hop penalty 15 of 255, purge matched to the speed: two
+        # nodes moving apart at 2 x 20 m/s cross the 250 m range in 6.25 s
+        (BatmandSettings(), 20.0, ["-o", "1000", "--hop-penalty", "15", "--purge-timeout", "6250"]),
+        (BatmandSettings(), 10.0,
+         ["-o", "1000", "--hop-penalty", "15", "--purge-timeout", "12500"]),
+        # never fewer than 5 originator intervals (the TQ's global window) ...
+        (BatmandSettings(), 100.0, ["-o", "1000", "--hop-penalty", "15", "--purge-timeout", "5000"]),
+        # ... never more than batmand's 200 s (a static lab: no speed)
+        (BatmandSettings(), None, ["-o", "1000", "--hop-penalty", "15", "--purge-timeout", "200000"]),
+        (BatmandSettings(), 0.1, ["-o", "1000", "--hop-penalty", "15", "--purge-timeout", "200000"]),
+        # the old profiles: batmand's own defaults (hop penalty 10, purge 200 s)
+        (BatmandSettings(profile="default"), 20.0, ["-o", "1000"]),
+        (BatmandSettings(profile="mobile"), 20.0, ["-o", "500"]),
+        # fields override the profile's
+        (BatmandSettings(profile="mobile", originator_interval_s=0.25, hop_penalty=30), 20.0,
+         ["-o", "250", "--hop-penalty", "30"]),
+        (BatmandSettings(purge_timeout_s=30), 20.0,
+         ["-o", "1000", "--hop-penalty", "15", "--purge-timeout", "30000"]),
     ],
-)
-def test_batmand_settings_reach_its_argv(settings, ms):
-    cfg = peers.peer_config("lx", "n300", "batmand", settings)
-    assert cfg["argv"] == ["batmand", "--no-detach", "-o", str(ms), "radio0"]
+)  # fmt: skip
+def test_batmand_settings_reach_its_argv(settings, speed, tail):
+    cfg = peers.peer_config("lx", "n300", "batmand", settings, (speed, 250.0))
+    assert cfg["argv"] == ["batmand", "--no-detach", *tail, "radio0"]
     assert (cfg["address"], cfg["prefixlen"], cfg["broadcast"]) == (
         "10.42.1.44",
         16,
         "10.42.255.255",
     )
     assert cfg["private_run"] == str(paths.node_dir("lx", "n300") / "run")
+
+
+def test_a_scenario_gives_batmand_its_speed_and_range(rundir):
+    sc = load_scenario(SCENARIOS / "rwp-30.yaml", {"stack": "batmand", "mobility.speed": "20"})
+    speed, rng = peers.scenario_speed_range(sc)
+    assert speed == 20.0 and rng == pytest.approx(250.0, abs=0.1)  # ns-2's two-ray range
+    assert peers.scenario_speed_range(load_scenario(CHAIN3))[0] is None  # static
+    from manetkit.lab import stacks
+
+    spec = next(
+        s for s in stacks.node_processes("lx", sc, "n2") if s.name == "batmand-n2"
+    )  # its files are written: read what the supervisor will run
+    cfg = json.loads(peers.peer_config_path("lx", "n2").read_text())
+    assert cfg["argv"][-3:] == ["--purge-timeout", "6250", "radio0"] and spec.netns
 
 
 def test_connect_unix_beyond_the_sun_path_limit(tmp_path):
@@ -242,7 +301,7 @@ CASES = [
     # (stack, scenario, extra lab up args, last node, what the daemon must have been told)
     ("babeld", CHAIN5, ["--set", "babeld.profile=mobile", "--proxy", "fixed-rto"], "n5", "1"),
     ("batmand", CHAIN5, [], "n5", "1000"),
-    ("babeld", CHAIN3, [], "n3", "4"),
+    ("babeld", CHAIN3, [], "n3", "2 update-interval 20"),  # the operator profile
     ("batmand", CHAIN3, ["--set", "batmand.profile=mobile", "--proxy", "plain"], "n3", "500"),
 ]
 
@@ -275,6 +334,9 @@ def test_peer_stack_multihop(
     if stack == "batmand":
         argv = netns.cmdline(pids["n1"])
         assert argv[argv.index("-o") + 1] == told
+        if not extra:  # the operator profile: static chain, batmand's 200 s purge
+            assert argv[argv.index("--hop-penalty") + 1] == "15"
+            assert argv[argv.index("--purge-timeout") + 1] == "200000"
     else:
         conf = (paths.node_dir(lab, "n1") / "babeld.conf").read_text()
         assert f"hello-interval {told}\n" in conf

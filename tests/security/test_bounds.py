@@ -11,16 +11,17 @@ import asyncio
 import socket
 from ipaddress import IPv4Address
 
-from manetkit.daemon.engines import dsr as dsr_engine
 from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
-from manetkit.daemon.engines.aodv_routes import INVALID, VALID, RouteTable
+from manetkit.daemon.engines.aodv.routetable import INVALID, VALID, RouteTable
 from manetkit.daemon.engines.atra.pre import MAX_SOURCES, PreTable
 from manetkit.daemon.engines.atra.srp import MAX_PINS, SrpTable
 from manetkit.daemon.engines.base import SendFrame, TxFailed
-from manetkit.daemon.engines.bus import MAX_NOTICES, BusSettings, BusState
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
-from manetkit.daemon.engines.routecache import RouteCache
-from manetkit.daemon.engines.smr import _REMEMBERED, SmrConfig, SmrEngine
+from manetkit.daemon.engines.dsr.cache import RouteCache
+from manetkit.daemon.engines.dsr.links import MAX_HELD
+from manetkit.daemon.engines.shared.bus import MAX_NOTICES, BusSettings, BusState
+from manetkit.daemon.engines.smr import SmrConfig, SmrEngine
+from manetkit.daemon.engines.smr.strategy import MAX_COPY_FORWARDS, REMEMBERED
 from manetkit.daemon.linksense.hello import HelloBackend
 from manetkit.daemon.linksense.hysteresis import Down, LinkMonitor
 from manetkit.daemon.neighbours import NeighbourTable
@@ -47,7 +48,7 @@ def mac(i: int) -> bytes:
 
 def drain(eng) -> list:
     out = []
-    while (a := eng.next_action()) is not None:
+    while (a := eng.next_event()) is not None:
         out.append(a)
     return out
 
@@ -185,9 +186,9 @@ def test_dsr_forged_request_flood_does_not_grow_memory():
     b = eng.bounds()
     assert b["neighbours"] == {"size": 16, "limit": 16, "evicted": 2000 - 16}
     assert b["request_table"]["size"] == 4 and b["request_table"]["evicted"] == 2000 - 4
-    assert list(eng._request_table) == [forged(i) for i in range(1996, 2000)]  # newest
+    assert list(eng.table.table) == [forged(i) for i in range(1996, 2000)]  # newest
     assert b["route_cache"]["size"] == 8 and b["route_cache"]["evicted"] > 0
-    assert len(eng._timers) <= cfg.request_forward_ratelimit
+    assert len(eng.timers) <= cfg.request_forward_ratelimit
     assert eng.status()["bounds"] == b
 
 
@@ -195,16 +196,16 @@ def test_dsr_forged_route_error_flood_bounds_held_links():
     """Forged Route Errors name made-up links: each one was held for
     ``broken_link_hold_s`` with no bound (memory grew with the flood)."""
     eng = DsrEngine(ME, DsrConfig(seed=1), NeighbourTable())
-    n = dsr_engine._MAX_HELD + 500
+    n = MAX_HELD + 500
     for i in range(n):
         err = dsr.RouteError.node_unreachable(forged(i), ME, forged(100_000 + i))
         pkt = dsr.encapsulate(dsr.IPFields(forged(i), ME), [err], dsr.NO_NEXT_HEADER)
         eng.receive_frame(i * 1e-4, pkt, mac(1))
         drain(eng)
-    assert len(eng._held) == dsr_engine._MAX_HELD
+    assert len(eng.links.held) == MAX_HELD
     assert eng.counters["held-links-evicted"] == 500
-    assert frozenset((forged(0), forged(100_000))) not in eng._held  # ended first: went
-    assert frozenset((forged(n - 1), forged(100_000 + n - 1))) in eng._held
+    assert frozenset((forged(0), forged(100_000))) not in eng.links.held  # ended first: went
+    assert frozenset((forged(n - 1), forged(100_000 + n - 1))) in eng.links.held
 
 
 def test_dsr_request_forwarding_rate_limit():
@@ -274,16 +275,16 @@ def test_aodv_forged_rreq_and_hello_flood_bounded():
 def test_smr_target_copies_bounded():
     eng = SmrEngine(ME, SmrConfig(seed=1, reply_wait_ms=1000), NeighbourTable())
     init = IPv4Address("10.42.0.7")
-    for i in range(_REMEMBERED + 40):  # copies of one request over made-up paths
+    for i in range(REMEMBERED + 40):  # copies of one request over made-up paths
         eng.receive_frame(0.001 * i, dsr_request(init, 1, ME, (forged(i),)), mac(i))
         drain(eng)
-    (c,) = eng._copies.values()
-    assert len(c.later) == _REMEMBERED
+    (c,) = eng.strategy.copies.values()
+    assert len(c.later) == REMEMBERED
     assert eng.counters["smr-copies-dropped"] == 40 - 1
-    for i in range(_REMEMBERED + 10):  # requests with made-up initiators, one copy each
+    for i in range(REMEMBERED + 10):  # requests with made-up initiators, one copy each
         eng.receive_frame(0.5, dsr_request(forged(9000 + i), i, ME), mac(i))
         drain(eng)
-    assert len(eng._copies) == _REMEMBERED
+    assert len(eng.strategy.copies) == REMEMBERED
 
 
 def test_link_monitor_and_hello_stations_bounded():
@@ -292,10 +293,14 @@ def test_link_monitor_and_hello_stations_bounded():
         mon.heard(float(i), mac(i))
     mon.tx_failed(3.0, mac(1))
     mon.tx_failed(3.1, mac(1))  # mac(1) is down now
-    out = mon.heard(4.0, mac(3))
+    while mon.next_event() is not None:
+        pass
+    mon.heard(4.0, mac(3))
+    out = list(iter(mon.next_event, None))
     assert mon.evicted == 1 and not mon.is_up(mac(1)) and mon.signal(mac(1)) is None
     assert not any(isinstance(d, Down) for d in out)  # a down link went silently
-    out = mon.heard(5.0, mac(4))  # all up: the one heard least recently goes Down
+    mon.heard(5.0, mac(4))  # all up: the one heard least recently goes Down
+    out = list(iter(mon.next_event, None))
     assert Down(mac(0), "evicted") in out and mon.evicted == 2
     for i in range(5, 2000):
         mon.heard(float(i), mac(i))
@@ -356,8 +361,7 @@ def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
 def test_smr_copies_of_one_request_forwarded_at_most_eight_times():
     """SMR forwards later copies of a request from other neighbours (III-A); those do
     not count against DSR's forwarding limit, so forged previous hops could make it
-    rebroadcast one request without end: at most ``_MAX_COPY_FORWARDS``."""
-    from manetkit.daemon.engines.smr import _MAX_COPY_FORWARDS
+    rebroadcast one request without end: at most ``MAX_COPY_FORWARDS``."""
 
     eng = SmrEngine(ME, SmrConfig(seed=1, broadcast_jitter_ms=0), NeighbourTable())
     init, target = IPv4Address("10.42.0.7"), IPv4Address("10.42.0.200")
@@ -366,6 +370,6 @@ def test_smr_copies_of_one_request_forwarded_at_most_eight_times():
         eng.receive_frame(0.01 * i, dsr_request(init, 1, target, (forged(i),)), mac(i))
         eng.handle_timer(0.01 * i)
         sent += sum(isinstance(a, SendFrame) and a.next_hop is None for a in drain(eng))
-    assert sent == _MAX_COPY_FORWARDS
-    assert eng.counters["smr-copies-capped"] == 20 - _MAX_COPY_FORWARDS
+    assert sent == MAX_COPY_FORWARDS
+    assert eng.counters["smr-copies-capped"] == 20 - MAX_COPY_FORWARDS
     assert eng.counters["request-ratelimited"] == 0  # copies are not rate-limited

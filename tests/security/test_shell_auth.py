@@ -16,10 +16,15 @@ ROGUE_MAC = bytes.fromhex("020000000003")
 KEY = bytes(range(32))
 
 
+from manetkit.daemon.flowcount import FlowCounter  # noqa: E402
+
+
 class FakeDataPlane:
     def __init__(self) -> None:
         self.sent: list[tuple[bytes, bytes]] = []
         self.radio_lost = None  # the real one: set when the radio interface went away
+        self.originated = FlowCounter()  # status: packets per destination, as the real one
+        self.delivered = FlowCounter()
 
     def send(self, mac: bytes, packet: bytes) -> bool:
         self.sent.append((mac, packet))

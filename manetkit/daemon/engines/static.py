@@ -9,7 +9,6 @@ for the routes through it (with the ELFN fields of the packet that hit the break
 
 from __future__ import annotations
 
-from collections import Counter
 from ipaddress import IPv4Address
 from typing import Any
 
@@ -20,7 +19,6 @@ from manetkit.daemon.engines.base import (
     LinkDown,
     LinkEvent,
     LinkUp,
-    Notify,
     RoutingEngine,
     SendFrame,
     TxFailed,
@@ -50,7 +48,6 @@ class StaticEngine(RoutingEngine):
         self._last_failed: dict[IPv4Address, bytes] = {}
         # Hot-path cache: packed destination -> next hop, so forwarding builds no objects.
         self._hops: dict[bytes, IPv4Address] = {}
-        self.counters: Counter[str] = Counter()
 
     # -- inputs
     def receive_frame(
@@ -59,12 +56,12 @@ class StaticEngine(RoutingEngine):
         dst = packet[ipv4.DST]
         if dst == self._self:
             self.counters["delivered"] += 1
-            self._actions.append(Deliver(packet))
+            self.out.queue.append(Deliver(packet))
             return
         ttl = packet[ipv4.TTL]
         if ttl <= 1:
             self.counters["ttl-expired"] += 1
-            self._actions.append(Dropped("ttl-expired", packet))
+            self.out.queue.append(Dropped("ttl-expired", packet))
             return
         # TTL - 1 and the checksum + 0x0100 with end-around carry (RFC 1624 section 3;
         # the same result as ipv4.decrement_ttl, built in one concatenation).
@@ -78,7 +75,7 @@ class StaticEngine(RoutingEngine):
     def send_local(self, now: float, packet: bytes) -> None:
         dst = packet[ipv4.DST]
         if dst == self._self:
-            self._actions.append(Deliver(packet))
+            self.out.queue.append(Deliver(packet))
             return
         self._forward(packet, dst)
 
@@ -93,11 +90,11 @@ class StaticEngine(RoutingEngine):
                     hop = d
             if hop is None or hop in self._down:
                 self.counters["no-route"] += 1
-                self._actions.append(Dropped("no-route", packet))
+                self.out.queue.append(Dropped("no-route", packet))
                 return
             self._hops[dst] = hop  # cleared on every link event
         self.counters["forwarded"] += 1
-        self._actions.append(SendFrame(hop, packet))
+        self.out.queue.append(SendFrame(hop, packet))
 
     def link_event(self, now: float, event: LinkEvent) -> None:
         self._hops.clear()
@@ -106,7 +103,7 @@ class StaticEngine(RoutingEngine):
                 self._down.discard(event.neighbour)
                 for dst, hop in self.routes.items():
                     if hop == event.neighbour:
-                        self._emit(Notify(ev.RouteUp(dst=str(dst), next_hop=str(hop))))
+                        self.out.notify(ev.RouteUp(dst=str(dst), next_hop=str(hop)))
         elif isinstance(event, TxFailed):
             # The shell's hysteresis decides when failures mean a broken link (LinkDown);
             # remember the packet so route-down can carry its ELFN fields.
@@ -129,7 +126,7 @@ class StaticEngine(RoutingEngine):
                 if failed.get("dst") == str(dst):
                     # ELFN: the failed packet's own src, ports and sequence number
                     fields.update(failed)
-                self._emit(Notify(ev.RouteDown(**fields)))
+                self.out.notify(ev.RouteDown(**fields))
 
     def handle_timer(self, now: float) -> None:
         return None

@@ -45,7 +45,9 @@ def build_hello(
 ) -> bytes:
     body = _BODY.pack(MAGIC, seq & 0xFFFFFFFF, round(interval_s * 1000))
     seg = ipv4.udp(port, port, body, address, _LIMITED_BROADCAST)
-    return ipv4.build(address, _LIMITED_BROADCAST, ipv4.PROTO_UDP, seg, ttl=1)
+    return ipv4.build(
+        address, _LIMITED_BROADCAST, ipv4.PROTO_UDP, seg, ttl=1, tos=ipv4.TOS_NETWORK_CONTROL
+    )
 
 
 def is_hello(packet: bytes, port: int = DEFAULT_PORT) -> bool:

@@ -241,7 +241,8 @@ def parse(data: bytes | memoryview) -> Message:
 def control_packet(
     msg: Message, src: IPv4Address, dst: IPv4Address, ttl: int, ident: int = 0
 ) -> bytes:
-    """The whole IPv4/UDP(654->654) packet that carries ``msg`` from ``src`` to ``dst``."""
+    """The whole IPv4/UDP(654->654) packet that carries ``msg`` from ``src`` to ``dst``,
+    marked as network control (DSCP CS6, :data:`ipv4.TOS_NETWORK_CONTROL`)."""
     payload = msg.pack()
     return ipv4.build(
         src,
@@ -249,6 +250,7 @@ def control_packet(
         ipv4.PROTO_UDP,
         ipv4.udp(AODV_PORT, AODV_PORT, payload, src, dst),
         ttl=ttl,
+        tos=ipv4.TOS_NETWORK_CONTROL,
         ident=ident,
     )
 

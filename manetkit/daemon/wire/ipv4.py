@@ -26,6 +26,11 @@ DST = slice(16, 20)
 _HDR = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
 MIN_HEADER = 20
+# DSCP CS6 (class selector 6, RFC 2474 4.2.2) in the TOS byte: "network control", the
+# service class of routing protocols (RFC 4594 3.2). The daemon marks the control
+# packets it originates so, as babeld marks its own, so that a medium with 802.11e
+# access categories serves routing control before data; data keeps the app's TOS.
+TOS_NETWORK_CONTROL = 0xC0
 
 
 class MalformedPacket(ValueError):

@@ -1,8 +1,9 @@
 """Client of the medium's control socket (JSON lines, one reply per request).
 
 Requests: ``{"cmd": "ping"}``, ``{"cmd": "positions"}``, ``{"cmd": "neighbours",
-"node": "n1"}``, ``{"cmd": "stats"}``, ``{"cmd": "move", "node": "n3", "x": .., "y": ..,
-"speed": null}``, ``{"cmd": "link", "a": "n1", "b": "n2", "state": "down"}``.
+"node": "n1"}``, ``{"cmd": "links"}``, ``{"cmd": "stats"}``, ``{"cmd": "fidelity"}``,
+``{"cmd": "move", "node": "n3", "x": .., "y": .., "speed": null}``,
+``{"cmd": "link", "a": "n1", "b": "n2", "state": "down"}``.
 Replies carry ``"ok": true`` or ``"ok": false, "error": "..."``. See docs/medium.md.
 """
 

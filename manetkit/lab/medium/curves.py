@@ -40,6 +40,13 @@ from manetkit.lab.medium.realistic import RealisticMedium
 
 WIFI_OVERHEAD = 22  # PSDU bytes - Ethernet frame bytes (36 on the air - 14 Ethernet)
 MIN_PSDU = 36
+MAC_HEADER_AND_FCS = 28  # 802.11 data header 24 + FCS 4
+
+
+def psdu_bytes(frame_body_bytes: int) -> int:
+    """The PSDU of an 802.11 frame whose body (LLC/SNAP + payload) is this long: the ns-3
+    oracle's ``frame_bytes`` (manetkit.bench.oracle) is the body."""
+    return frame_body_bytes + MAC_HEADER_AND_FCS
 
 
 def curve_profile(profile: PhyProfile, rate_mbps: float, fading: bool) -> PhyProfile:

@@ -115,10 +115,19 @@ class LagRecorder:
         self._sec_counts = [0] * (len(EDGES_US) + 1)
         self._sec_max = 0.0
 
-    def to_wire(self) -> dict:
+    def to_wire(self, since: int | None = None) -> dict:
         """What the medium's ``fidelity`` control command reports: the cumulative
-        histogram and every closed second plus the one in progress."""
-        rows = [s.to_wire() for s in self.seconds]
+        histogram and every closed second plus the one in progress (only the seconds
+        from ``since`` on, when given: a client polling often asks for the new rows)."""
+        if since is None:
+            rows = [s.to_wire() for s in self.seconds]
+        else:
+            rows = []
+            for s in reversed(self.seconds):
+                if s.second < since:
+                    break
+                rows.append(s.to_wire())
+            rows.reverse()
         if self._second is not None and any(self._sec_counts):
             c = self._sec_counts
             rows.append(

@@ -528,6 +528,12 @@ class Medium:
     def queue_length(self, node: int) -> int:
         return len(self.nodes[node - 1].queue)
 
+    def link_table(self, t: float, cs: bool = False) -> dict:
+        """Every link at once (the control command ``links``, ``linktable.py``)."""
+        from manetkit.lab.medium.linktable import link_table
+
+        return link_table(self.refresh(t), self.prop, cs)
+
     def link_rule(self) -> str:
         """The ground truth's notion of a link, in words (written into its log)."""
         p = self.prop

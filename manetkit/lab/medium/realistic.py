@@ -78,9 +78,10 @@ from manetkit.lab.medium.airtime import (
     mpdu_bytes,
     ppdu_us,
 )
-from manetkit.lab.medium.channel import Channel, LinkBudget
+from manetkit.lab.medium.channel import Channel, LinkBudget, usable_distance_m
 from manetkit.lab.medium.errormodels import BitErrorTable, frame_layout
 from manetkit.lab.medium.fading import CLARKE_COHERENCE, NakagamiFading
+from manetkit.lab.medium.linktable import realistic_link_table
 from manetkit.lab.medium.mac import Delivery, MediumEvent, TxStatus
 from manetkit.lab.medium.mobility import World
 from manetkit.lab.medium.pathloss import SPEED_OF_LIGHT
@@ -872,6 +873,19 @@ class RealisticMedium:
     def link_rule(self) -> str:
         """The ground truth's notion of a usable link, in words (``channel.py``)."""
         return self.channel.link_rule()
+
+    def link_table(self, t: float, cs: bool = False) -> dict:
+        """Every usable link at once (the control command ``links``, ``linktable.py``)."""
+        p = self.profile
+        pl = self.channel.pathloss
+        floor = float(self.channel.noise_dbm.min())
+        budget = p.tx_power_dbm + 2 * p.antenna_gain_dbi
+        ranges = {
+            "rx_m": round(usable_distance_m(p), 1),
+            "cs_m": round(pl.distance_for_loss(budget - p.preamble_min_rssi_dbm), 1),
+            "rx_threshold_dbm": round(floor + self.channel.usable_snr_db, 1),
+        }
+        return realistic_link_table(self.refresh(t), ranges, p.preamble_min_rssi_dbm, cs)
 
     def neighbours(self, node: int, t: float) -> list[tuple[int, float]]:
         """Nodes with a usable link to ``node`` now, with their mean received power (dBm)."""

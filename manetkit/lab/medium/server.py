@@ -384,10 +384,16 @@ class MediumServer:
                 "medium": self.medium.stats(),
                 "graph_changes": self._gt.changes if self._gt else None,
             }
+        if cmd == "links":
+            return {"ok": True, "t": now, **self.medium.link_table(now, bool(req.get("cs")))}
         if cmd == "fidelity":
-            return {"ok": True, "t": now, "lag": self.lag.to_wire(), "drops": self.drops()}
+            since = req.get("since")
+            if since is not None and not isinstance(since, int | float):
+                raise ValueError(f"fidelity: since must be a number of seconds, not {since!r}")
+            lag = self.lag.to_wire(since=None if since is None else int(since))
+            return {"ok": True, "t": now, "lag": lag, "drops": self.drops()}
         raise ValueError(
-            f"unknown cmd {cmd!r} (ping, positions, neighbours, move, link, stats, fidelity)"
+            f"unknown cmd {cmd!r} (ping, positions, neighbours, links, move, link, stats, fidelity)"
         )
 
     def drops(self) -> dict[str, dict[str, int]]:

@@ -1,0 +1,245 @@
+"""``atra``: Atra's route failure predictions scored against the medium's ground truth.
+
+Anantharaman et al.'s RFP predicts that a link will fail within its look-ahead (2 s,
+docs/atra.md); every daemon emits a ``predicted-failure`` event for each prediction and a
+``route-down`` for each link it lost without one (``broken_link`` = this node and the
+neighbour, ``predicted`` false). Over the window:
+
+* **precision**: a prediction is a hit when its link really left the medium's graph
+  within twice the look-ahead after it (:func:`score`); a link predicted from both ends
+  counts once per end. False alarms whose link left the graph later are counted apart
+  with that delay (a few seconds: predicted too early; much longer: the neighbours
+  turned), the others never lost it.
+* **recall**: the local link breaks the daemons reported, one per node and neighbour
+  (reports of the same link within 1 s merged), of which a prediction of that node for
+  that neighbour came within twice the look-ahead before (:func:`classify_breaks`); the
+  breaks no prediction covered are split by the graph at the break: link still in range
+  (802.11 retries failed under contention: no power trend foresees that) or gone (a
+  miss of the predictor).
+* the engines' own Atra counters (predictions, hits and false alarms as the engines score
+  them, breaks not predicted, predicted and proactive errors sent, predicted switches,
+  requests suppressed, pinned acks), summed over the nodes.
+
+The plug-in waits twice the look-ahead after the window before the lab goes down, so the
+last predictions' links have time to resolve in the graph log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from manetkit import paths
+from manetkit.jsonlines import request
+
+from ..eventlog import node_of
+from .base import HEAD_COLUMNS, Metric, RunContext, group, row_head
+
+LOOKAHEAD_S = 2.0  # the daemons' atra.lookahead_s default (docs/atra.md)
+COUNTERS = (
+    "predictions",
+    "hits",
+    "false_alarms",
+    "breaks_not_predicted",
+    "predicted_errors_sent",
+    "proactive_errors_sent",
+    "predicted_switches",
+    "rreq_suppressed",
+    "pinned_acks",
+)
+
+Prediction = tuple[float, str, str]  # Unix time, node, neighbour node
+Break = tuple[float, str, str, str]  # Unix time, node, neighbour node, reason
+
+
+def score(preds: list[Prediction], graph: list[dict[str, Any]], horizon_s: float) -> dict[str, Any]:
+    """Ground-truth precision: a prediction is a hit when its link left the medium's graph
+    within ``horizon_s`` (twice the look-ahead) after it; a link predicted from both ends
+    counts once per end. A false alarm whose link left the graph later in the log is
+    counted in ``false_alarms_lost_later`` with that delay in ``late_losses_s``, else in
+    ``false_alarms_never_lost`` (the link lasted to the end of the log)."""
+    hits = 0
+    leads: list[float] = []
+    late: list[float] = []
+    snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+    for t, a, b in preds:
+        edge = frozenset((a, b))
+        gone = next((w for w, es in snaps if t < w and edge not in es), None)
+        if gone is not None and gone <= t + horizon_s:
+            hits += 1
+            leads.append(gone - t)
+        elif gone is not None:
+            late.append(round(gone - t, 2))
+    n = len(preds)
+    return {
+        "predictions": n,
+        "hits": hits,
+        "false_alarms": n - hits,
+        "precision": round(hits / n, 3) if n else None,
+        "mean_lead_s": round(sum(leads) / len(leads), 2) if leads else None,
+        "false_alarms_lost_later": len(late),
+        "false_alarms_never_lost": n - hits - len(late),
+        "late_losses_s": sorted(late),
+    }
+
+
+def classify_breaks(
+    breaks: list[Break],
+    preds: list[Prediction],
+    graph: list[dict[str, Any]],
+    horizon_s: float,
+    merge_s: float = 1.0,
+) -> dict[str, Any]:
+    """The local link breaks, merged per node and neighbour (reports of the same link
+    within ``merge_s`` of the previous one are one break: one route-down per route through
+    it): ``predicted`` when that node predicted that neighbour's failure within
+    ``horizon_s`` before; the others split by the graph at the break into ``in_graph``
+    (still in range) and ``gone``, and by reason (``tx-failed``, ``link-down``, ...);
+    ``recall`` = predicted / breaks. Unlike the engines' ``breaks_not_predicted``, any
+    link a route went over counts."""
+    snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+    merged: list[Break] = []
+    last: dict[tuple[str, str], float] = {}
+    for t, node, nb, reason in sorted(breaks):
+        prev = last.get((node, nb))
+        last[(node, nb)] = t
+        if prev is None or t - prev > merge_s:
+            merged.append((t, node, nb, reason))
+    out: dict[str, Any] = {"breaks": len(merged), "predicted": 0, "in_graph": 0, "gone": 0,
+                           "unknown": 0, "by_reason": {}}  # fmt: skip
+    for t, node, nb, reason in merged:
+        if any(a == node and b == nb and t - horizon_s <= tp <= t for tp, a, b in preds):
+            out["predicted"] += 1
+            continue
+        before = [es for w, es in snaps if w <= t]
+        kind = (
+            "unknown"
+            if not before
+            else "in_graph"
+            if frozenset((node, nb)) in before[-1]
+            else "gone"
+        )
+        out[kind] += 1
+        by = out["by_reason"].setdefault(reason, {"in_graph": 0, "gone": 0, "unknown": 0})
+        by[kind] += 1
+    out["recall"] = round(out["predicted"] / out["breaks"], 3) if out["breaks"] else None
+    return out
+
+
+def from_events(events: list[dict[str, Any]]) -> tuple[list[Prediction], list[Break]]:
+    """The predictions and the unpredicted local link breaks in a run's daemon events."""
+    preds: list[Prediction] = []
+    breaks: list[Break] = []
+    for ev in events:
+        node = ev.get("node")
+        if not node:
+            continue
+        if ev.get("event") == "predicted-failure" and ev.get("neighbour"):
+            preds.append((float(ev["time"]), node, node_of(ev["neighbour"])))
+        elif ev.get("event") == "route-down" and not ev.get("predicted"):
+            link = ev.get("broken_link") or ()
+            if len(link) == 2 and node_of(link[0]) == node:
+                breaks.append((float(ev["time"]), node, node_of(link[1]), str(ev.get("reason"))))
+    return preds, breaks
+
+
+def atra_counters(statuses: list[dict[str, Any]]) -> dict[str, int]:
+    """The engines' Atra counters (:data:`COUNTERS`), summed over the daemons' statuses."""
+    total = dict.fromkeys(COUNTERS, 0)
+    for st in statuses:
+        at = (st.get("engine") or {}).get("atra") or {}
+        for k in COUNTERS:
+            total[k] += int(at.get(k, 0))
+    return total
+
+
+def statuses_by_node(lab: str, nodes: list[str]) -> dict[str, dict[str, Any]]:
+    """Every daemon's status by node (a daemon that does not answer is left out)."""
+    out = {}
+    for n in nodes:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            out[n] = request(paths.daemon_socket(lab, n), {"cmd": "status"}, 5)["status"]
+    return out
+
+
+def daemon_statuses(lab: str, nodes: list[str]) -> list[dict[str, Any]]:
+    return list(statuses_by_node(lab, nodes).values())
+
+
+class Atra(Metric):
+    name = "atra"
+    needs_events = True
+    title = "Atra's route failure prediction (Anantharaman et al.)"
+    note = (
+        "Predictions: the daemons' predicted-failure events in the window; precision: "
+        "those whose link left the medium's graph within twice the look-ahead; recall: "
+        "the local link breaks (route-down events, one per node and neighbour) a "
+        "prediction of that node covered; unpredicted breaks: link still in range / gone "
+        "at the break; engine hits / false: the engines' own scoring; proactive errors: "
+        "PRE's route errors."
+    )
+    columns = [*HEAD_COLUMNS, ("predictions", "predictions", "d"),
+               ("precision (truth)", "precision", ".2f"), ("recall", "recall", ".2f"),
+               ("mean lead s", "mean_lead_s", ".2f"), ("breaks", "breaks", "d"),
+               ("unpredicted in range / gone", "unpredicted", "s"),
+               ("engine hits / false", "engine", "s"),
+               ("proactive errors", "proactive_errors_sent", "d")]  # fmt: skip
+
+    def __init__(self, lookahead_s: float = LOOKAHEAD_S) -> None:
+        self.horizon_s = 2 * lookahead_s
+        self.c0: dict[str, int] = {}
+        self.c1: dict[str, int] = {}
+
+    def before(self, ctx: RunContext) -> None:
+        if ctx.manetkit:
+            self.c0 = atra_counters(daemon_statuses(ctx.lab, ctx.nodes))
+
+    def after(self, ctx: RunContext) -> None:
+        if ctx.manetkit:
+            self.c1 = atra_counters(daemon_statuses(ctx.lab, ctx.nodes))
+        time.sleep(self.horizon_s)  # the last predictions' links resolve in the graph log
+
+    def result(self, ctx: RunContext, graph: list[dict[str, Any]]) -> dict[str, Any]:
+        if not ctx.manetkit or ctx.window is None:
+            return {}
+        w0, w1 = ctx.window
+        preds, breaks = from_events(ctx.events.snapshot() if ctx.events else [])
+        in_window = [p for p in preds if w0 <= p[0] <= w1]
+        return {
+            "engine": {k: self.c1.get(k, 0) - self.c0.get(k, 0) for k in COUNTERS},
+            "ground_truth": score(in_window, graph, self.horizon_s),
+            "breaks": classify_breaks(
+                [b for b in breaks if w0 <= b[0] <= w1], preds, graph, self.horizon_s
+            ),
+            "horizon_s": self.horizon_s,
+        }
+
+    @classmethod
+    def rows(cls, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for key, runs in group(docs, cls.name).items():
+            parts = [d[cls.name] for d in runs if d[cls.name]]
+            if not parts:
+                continue
+            r = row_head(key, runs)
+            gt = [p["ground_truth"] for p in parts]
+            br = [p["breaks"] for p in parts]
+            eng = {k: sum(p["engine"].get(k, 0) for p in parts) for k in COUNTERS}
+            n = sum(g["predictions"] for g in gt)
+            hits = sum(g["hits"] for g in gt)
+            leads = [(g["mean_lead_s"], g["hits"]) for g in gt if g["mean_lead_s"] is not None]
+            nb = sum(b["breaks"] for b in br)
+            r.update(
+                predictions=n,
+                precision=hits / n if n else None,
+                recall=sum(b["predicted"] for b in br) / nb if nb else None,
+                mean_lead_s=sum(x * h for x, h in leads) / sum(h for _, h in leads)
+                if leads else None,
+                breaks=nb,
+                unpredicted=f"{sum(b['in_graph'] for b in br)} / {sum(b['gone'] for b in br)}",
+                engine=f"{eng['hits']} / {eng['false_alarms']}",
+                proactive_errors_sent=eng["proactive_errors_sent"],
+            )  # fmt: skip
+            out.append(r)
+        return out

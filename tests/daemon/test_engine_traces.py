@@ -1,0 +1,47 @@
+"""The engines' outputs are exactly those recorded before they were recomposed.
+
+Each case of :mod:`tests.daemon.enginetrace` (DSR, SMR in each mode, AODV, each with
+TCP-BuS and Atra on and off) runs a seeded ten-node mobile scenario and hashes the full
+trace: every frame's bytes, delivery, event, drop and timer. The hashes were recorded
+before the engines were recomposed from components, and once more when the control
+packets the daemon originates were marked DSCP CS6 (the two traces differed only in
+the TOS byte and header checksum of control packets). A mismatch means a behaviour
+change: write both traces (``python3 -m tests.daemon.enginetrace DIR`` on the old and
+the new code) and diff them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.daemon.enginetrace import CASES, digest
+
+EXPECTED = {
+    "dsr": "79ff2cf331e0a2d16f62208bd4b74a1ae76fdcdf52a673351ac3a5b1740ce421",
+    "dsr-options": "4a4e76c1919923a4df0282b28c27e7fe14508b5fe84e58912513ea6b252c1aa4",
+    "dsr-no-grat": "acfb196eb3b69c108f745a84a4630568c2b28bb521dab4d455542cf7fd3ecdfc",
+    "dsr-bus": "02e3159a7ff537f98505c82c3cc1d86500c99551b9cd41f997fb70dded54075d",
+    "dsr-atra": "a0e1325c3cd1390926b7cb7a5d950e80bfda69e2fe639a03ab978609598c5556",
+    "dsr-atra-rfp": "d63f7d3c137464fcc56d82ae6326245a9d22981b09d7ab8ba7e8172a4d60a865",
+    "dsr-atra-bus": "abfb42692f23eb81b97dbeccbc218b956066ad0f184fdcabc597958d3b2bc959",
+    "smr-backup1": "06332a6bbc55736a96d30bd6d4f4e77185eae087c138d02f707ed2a9812ac06b",
+    "smr-backup2": "18fe758c50fb0bce0ed3589c7298de8480e723a59de19f6b12a25dd5043d7efe",
+    "smr-concurrent": "27550f893d0bb34186bd65f7f104d228ac08f1724cf031682080dda9b7804e3e",
+    "smr-any-broken": "bff4d04866c01a8fc45be76cd7b78c69feb5e1812cb134e8f1b887ed9c9a96c8",
+    "smr-atra": "1d819884c2a2f2380af892798a9b5c3308fd0fcc3ba998f64d1e60ef3334fb94",
+    "aodv": "cc367e516284b6a20f0b0044e8f7e3bca9c486f58459cabb2d0f17f333b4380d",
+    "aodv-options": "93e10f6517a4e39fdfdd5586693b1ef382758fc943643069e8b42220449c38ac",
+    "aodv-dest-only": "f7d0d74cda8939d7614c895dd6b72e2c14a3709b4bc71cfbeed57b67541268fd",
+    "aodv-bus": "f822491d8fa02eb607d5ee03e579eea7d29629bd827c564fb5f090e4cd9dbc60",
+    "aodv-atra": "c1e28a8c5e29b025033b7241e97133e99636e99d752e1d89159da398c58634f2",
+    "aodv-atra-bus": "2d145e14a20b3530adca537e3e8314ca381afd47019082f54aeb566b7255a944",
+}
+
+
+def test_every_case_has_a_recorded_hash():
+    assert set(EXPECTED) == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_trace_unchanged(name):
+    assert digest(CASES[name]()) == EXPECTED[name]
