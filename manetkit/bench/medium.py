@@ -361,7 +361,9 @@ def profile_summary(rows: list[dict]) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.oracle:
-        return oracle.run(args)
+        from manetkit.bench.mediumcurves import medium_curve_set
+
+        return oracle.run(args, beside={"lab medium": medium_curve_set})
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     profiles = parse_profiles(args.compare)
     results: list[dict] = []
