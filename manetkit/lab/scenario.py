@@ -207,7 +207,15 @@ class Radio(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Radio:
         if self.profile == "ns2":
-            given = [f for f in REALISTIC_FIELDS if f in self.model_fields_set]
+            # an explicit default (a dumped scenario writes every field, null ones too)
+            # sets nothing; only a value the ns2 model would ignore is refused
+            fields = type(self).model_fields
+            given = [
+                f
+                for f in REALISTIC_FIELDS
+                if f in self.model_fields_set
+                and getattr(self, f) != fields[f].get_default(call_default_factory=True)
+            ]
             if given:
                 raise ValueError(
                     f"{', '.join(given)}: realistic-profile field(s); profile ns2 is "
@@ -411,7 +419,14 @@ class Scenario(_Strict):
             raise ValueError(
                 f"radio.node_offsets: unknown node(s) {', '.join(unknown)} (nodes are n1..n{self.nodes})"
             )
-        if self.radio.profile != "ns2" and "propagation" in self.model_fields_set:
+        default_propagation = (
+            type(self).model_fields["propagation"].get_default(call_default_factory=True)
+        )
+        if (
+            self.radio.profile != "ns2"
+            and "propagation" in self.model_fields_set
+            and self.propagation != default_propagation
+        ):
             raise ValueError(
                 f"propagation: two-ray ground belongs to the ns2 profile; the {self.radio.profile} "
                 "profile takes its propagation from radio (path_loss_exponent, shadowing_sigma_db, "
