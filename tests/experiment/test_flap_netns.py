@@ -41,6 +41,7 @@ def test_a_flapping_link_is_timed_by_the_flap_plugin(
 ):
     (tmp_path / "run").mkdir()
     monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path / "run"))  # the lab's files, private
+    before = set(netns.list_names("mk-mkx"))  # another run\'s leftovers are not ours
     spec = tmp_path / "flap.yaml"
     spec.write_text(SPEC)
     out = tmp_path / "out"
@@ -61,4 +62,4 @@ def test_a_flapping_link_is_timed_by_the_flap_plugin(
     md = (out / "report" / "README.md").read_text()
     assert "## Link flaps: recovery after each restoration" in md
     assert "## TCP retransmissions (ss -tin)" in md
-    assert not netns.list_names("mk-mkx")  # the run's lab is down
+    assert not set(netns.list_names("mk-mkx")) - before  # the run's lab is down

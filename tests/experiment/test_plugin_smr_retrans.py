@@ -278,7 +278,7 @@ def test_the_sender_comes_back_after_no_route_and_a_partition_reset(tmp_path: Pa
     try:
         chain.up()
         sh("ip", "route", "del", "default", ns=chain.client)
-        timeouts = {"partition_timeout": 2, "keepalive": 0.5}
+        timeouts = {"partition_timeout": 2, "keepalive": 0.5, "ack_delay": 0.5}
         chain.start_proxy(chain.client, mode="fixed-rto", **timeouts)
         chain.start_proxy(chain.server, mode="fixed-rto", **timeouts)
         started.append(_role("recv", "--port", str(port), "--out", str(rx), ns=chain.server))
