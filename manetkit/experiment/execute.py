@@ -38,6 +38,7 @@ from typing import Any
 
 from manetkit import paths, procs
 from manetkit.bench import labrun
+from manetkit.daemonstatus import DaemonStatus, StatusError, fetch_status
 from manetkit.experiment import (
     background,
     bulk,
@@ -72,7 +73,6 @@ from manetkit.experiment.spec import (
     proxy_extra,
     throughput_table,
 )
-from manetkit.jsonlines import request
 from manetkit.lab import fidelity, nodes, stacks
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
@@ -113,11 +113,11 @@ def proxy_env(spec: Spec, run: Run, work: Path) -> Iterator[dict[str, Any] | Non
         yield doc
 
 
-def _statuses(lab: str, n: int) -> list[dict[str, Any]]:
+def _statuses(lab: str, n: int) -> list[DaemonStatus]:
     out = []
     for i in range(1, n + 1):
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            out.append(request(paths.daemon_socket(lab, f"n{i}"), {"cmd": "status"}, 5)["status"])
+        with contextlib.suppress(StatusError):
+            out.append(fetch_status(paths.daemon_socket(lab, f"n{i}"), 5))
     return out
 
 

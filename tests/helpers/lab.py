@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from manetkit import jsonlines, paths
-from manetkit.jsonlines import request
+from manetkit.daemonstatus import DaemonStatus, fetch_status
 from manetkit.procs import wait_for
 
 __all__ = [
@@ -66,8 +66,9 @@ def nspopen(lab: str, node: str, *cmd: str) -> subprocess.Popen[str]:
     )
 
 
-def status(lab: str, node: str) -> dict:
-    return request(paths.daemon_socket(lab, node), {"cmd": "status"})["status"]
+def status(lab: str, node: str) -> DaemonStatus:
+    """The node's daemon status (:func:`manetkit.daemonstatus.fetch_status`)."""
+    return fetch_status(paths.daemon_socket(lab, node))
 
 
 def ping_ok(lab: str, src: str, dst_addr: str, count: int = 1, wait: float = 3) -> bool:
