@@ -19,8 +19,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from manetkit import paths
 from manetkit.errors import UserError
@@ -168,10 +170,14 @@ def up(
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
     radios: str = DEFAULT_RADIOS,
+    daemon_config: Mapping[str, Any] | None = None,
+    proxy_config: Mapping[str, Any] | None = None,
 ) -> LabState:
     """Bring a lab up; on any failure tear down what was made and raise ``UserError``.
 
-    ``radios``: who runs the nodes' radios (:data:`RADIO_DESIGNS`)."""
+    ``radios``: who runs the nodes' radios (:data:`RADIO_DESIGNS`). ``daemon_config`` /
+    ``proxy_config``: fields merged into every node's generated daemon / proxy config
+    (``lab up --daemon-config`` / ``--proxy-config``; :func:`manetkit.lab.stacks.node_processes`)."""
     if radios not in RADIO_DESIGNS:
         raise UserError(f"radios {radios!r}: expected one of {', '.join(RADIO_DESIGNS)}")
     from manetkit.lab.scenario import lab_name, load_scenario
@@ -192,7 +198,9 @@ def up(
             f"lab {lab!r} is already up (or left over): run `manetkit lab down --name {lab}`"
         )
     # Fail early, before making anything, if the scenario asks for unbuilt software.
-    extra = {n: stacks.node_processes(lab, scenario, n) for n in node_names}
+    extra = {
+        n: stacks.node_processes(lab, scenario, n, daemon_config, proxy_config) for n in node_names
+    }
 
     state = LabState(lab, scenario_path, overrides, node_names, time.time(), radios=radios)
     try:
