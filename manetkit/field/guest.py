@@ -28,6 +28,8 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from manetkit.procs import wait_for
+
 if TYPE_CHECKING:  # imported where used: a start under TCG costs seconds per module
     from manetkit.daemonstatus import AodvRoute, DaemonStatus, DsrPath
 
@@ -115,7 +117,7 @@ class Guest:
             ok = True
         except Exception as exc:  # the report names the step and the reason
             detail = f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, StepFailed):
+            if not isinstance(exc, StepFailed | TimeoutError):  # wait_for's names what
                 detail += "\n" + traceback.format_exc()
             ok = False
         self.steps.append(
@@ -125,16 +127,6 @@ class Guest:
         if not ok:
             raise StepFailed(name)
         return detail
-
-    def wait_for(self, what: str, cond, timeout: float = 30.0, every: float = 0.25) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = cond()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise StepFailed(f"timed out after {timeout:.0f} s waiting for {what}")
-            time.sleep(every)
 
     # -- steps -------------------------------------------------------------------------
     def radios(self) -> dict:
@@ -217,8 +209,8 @@ class Guest:
 
     def chain_formed(self) -> dict:
         want = {1: {self.mac[2]}, 2: {self.mac[1], self.mac[3]}, 3: {self.mac[2]}}
-        self.wait_for("stations 1-2 and 2-3 (iw station dump)",
-                      lambda: all(self.peers(n) >= want[n] for n in want))  # fmt: skip
+        wait_for(lambda: all(self.peers(n) >= want[n] for n in want), 30,
+                 "stations 1-2 and 2-3 (iw station dump)", interval=0.25)  # fmt: skip
         got = {n: sorted(self.peers(n)) for n in want}
         if self.mac[3] in got[1] or self.mac[1] in got[3]:
             raise StepFailed(f"radios 1 and 3 hear each other: {got}")
@@ -253,11 +245,10 @@ class Guest:
         """GET 64 KiB from node ``dst``'s server (``http_server``), compare the bytes."""
         url = f"http://{address(dst)}:8080/blob"
         got = Path(f"/tmp/got-{src}-{dst}")
-        self.wait_for(
-            f"HTTP GET {url}",
+        wait_for(
             lambda: self.sh("curl", "-sf", "--max-time", "10", "-o", str(got), url,
                             node=src, check=False).returncode == 0,
-            timeout=60, every=1,
+            60, f"HTTP GET {url}", interval=1,
         )  # fmt: skip
         data = got.read_bytes()
         if hashlib.sha256(data).digest() != hashlib.sha256(self.payload).digest():
@@ -383,8 +374,8 @@ class Guest:
                     return None
             return sts
 
-        sts = self.wait_for("daemons up with neighbours and nl80211 signal",
-                            neighbours_with_signal, timeout=120, every=0.5)  # fmt: skip
+        sts = wait_for(neighbours_with_signal, 120,
+                       "daemons up with neighbours and nl80211 signal", interval=0.5)  # fmt: skip
         self.facts.pop("last-status", None)
         return {f"{p}-{n}": [(x.address, x.signal_dbm) for x in st.neighbours]
                 for (p, n), st in sts.items()}  # fmt: skip
@@ -420,12 +411,11 @@ class Guest:
                 for r in st.neighbours}  # fmt: skip
 
     def mesh_ping(self, protocol: str) -> str:
-        done = self.wait_for(
-            f"ping 1 -> 3 over {protocol}",
+        done = wait_for(
             lambda: (d := self.sh("ping", "-c", "3", "-i", "0.3", "-W", "3",
                                   self.mesh(3, protocol), node=1, check=False)).returncode == 0
             and d,
-            timeout=60, every=1,
+            60, f"ping 1 -> 3 over {protocol}", interval=1,
         )  # fmt: skip
         return done.stdout.strip().splitlines()[-1]
 
@@ -452,16 +442,15 @@ class Guest:
         new = old + 15 if old < -60 else old - 15
         signal_of_1 = self.signal_of_1_at_2
 
-        before = {p: self.wait_for(f"node 1's signal at node 2 ({p})",
-                                   lambda p=p: signal_of_1(p), timeout=20) for p in protocols}  # fmt: skip
+        before = {p: wait_for(lambda p=p: signal_of_1(p), 20, f"node 1's signal at node 2 ({p})",
+                              interval=0.25) for p in protocols}  # fmt: skip
         self.set_rx_rssi(new)
         out: dict[str, Any] = {"rx_rssi_change_db": new - old}
         for p in protocols:
-            after = self.wait_for(
-                f"node 1's changed signal in node 2's status ({p})",
+            after = wait_for(
                 lambda p=p: (v := signal_of_1(p)) is not None
                 and abs(v - (before[p] + new - old)) <= 2 and v,
-                timeout=30, every=0.5,
+                30, f"node 1's changed signal in node 2's status ({p})", interval=0.5,
             )  # fmt: skip
             out[p] = {"before_dbm": before[p], "after_dbm": after}
         return out
@@ -487,7 +476,7 @@ class Guest:
             return self.signal_of_1_at_2(protocols[0])
 
         # node 2 hears rx_rssi + radio 1's tx power: write power - that offset
-        offset = self.wait_for("node 1's signal at node 2", seen_at_2, timeout=20) - start
+        offset = wait_for(seen_at_2, 20, "node 1's signal at node 2", interval=0.25) - start
 
         def rx_rssi_for(d: float) -> int:
             return max(-100, min(-1, round(power_at(d) - offset)))  # what debugfs accepts

@@ -29,7 +29,7 @@ from manetkit.errors import UserError
 from manetkit.lab import netns, peers, radio, stacks
 from manetkit.lab.inventory import find_processes, namespaces
 from manetkit.lab.stacks import ProcessSpec
-from manetkit.procs import alive, terminate
+from manetkit.procs import alive, terminate, wait_for
 
 STATE_FILE = "state.json"
 # Who runs the nodes' radios: "shared", the medium process itself (one process for the
@@ -104,19 +104,26 @@ def _log_tail(info: ProcessInfo, lines: int = 8) -> str:
 
 
 def _wait(ready, deadline: float, what: str, procs: list[ProcessInfo]) -> None:
-    """Poll ``ready()`` (-> list of names not ready yet) until empty; fail naming them."""
-    while True:
+    """Poll ``ready()`` (-> list of names not ready yet) until empty; fail naming them,
+    or at once naming a process of ``procs`` that exited."""
+    pending: list[str] = []
+
+    def done() -> bool:
+        nonlocal pending
         pending = ready()
-        if not pending:
-            return
-        dead = [p for p in procs if not alive(p.pid)]
+        dead = [p for p in procs if not alive(p.pid)] if pending else []
         if dead:
             p = dead[0]
             raise UserError(f"{p.name} exited during start-up; its log says:\n    {_log_tail(p)}")
-        if time.monotonic() > deadline:
-            shown = ", ".join(pending[:10]) + (" ..." if len(pending) > 10 else "")
-            raise UserError(f"timed out waiting for {what}: {shown}")
-        time.sleep(0.05)
+        return not pending
+
+    def shown() -> str:
+        return ", ".join(pending[:10]) + (" ..." if len(pending) > 10 else "")
+
+    try:
+        wait_for(done, max(0.0, deadline - time.monotonic()), what, detail=shown)
+    except TimeoutError as exc:
+        raise UserError(str(exc)) from None
 
 
 def medium_spec(

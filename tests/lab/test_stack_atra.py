@@ -102,7 +102,8 @@ def _walk(lab_factory, tmp_path, atra: bool):
         wait_for(lambda c=c: "listening" in c.stdout.readline(), 10, f"tcpdump on {what}")
     client = nspopen(lab, "n1", "iperf3", "-c", DST, "-t", "16", "-l", "1000")
     try:
-        time.sleep(3.0)  # a running transfer (real time, not a protocol timer)
+        # the transfer in steady state before the walk: the experiment's design, no event
+        time.sleep(3.0)
         relay = _relay_in_use(lab)
         t_walk = time.time()
         # away from the line, on the side opposite the relay that stays (n2 y=0, n3 y=-60)

@@ -67,7 +67,8 @@ def test_primary_cut_moves_tcp_to_backup(lab_factory, tmp_path, record_property)
     wait_for(lambda: "listening" in cap.stdout.readline(), 10, "tcpdump on n1's radio0")
     client = nspopen(lab, "n1", "iperf3", "-c", DST, "-t", "8", "-i", "0.5", "-J")
     try:
-        time.sleep(3.0)  # a running transfer (real time, not a protocol timer)
+        # the transfer in steady state before the cut: the experiment's design, no event
+        time.sleep(3.0)
         requests_before = status(lab, "n1").engine.counters.get("requests-sent", 0)
         t_cut = time.time()
         control(lab, {"cmd": "link", "a": a, "b": b, "state": "down"})
