@@ -28,9 +28,11 @@ from manetkit.jsonlines import request
 Counts = dict[str, int]
 
 
-class StatusError(Exception):
+class StatusError(ValueError):
     """No status could be read: nobody answers on the socket, the daemon refused, or the
-    reply does not follow the model (the message names the socket and the reason)."""
+    reply does not follow the model (the message names the socket and the reason). A
+    ValueError, so a daemon whose engine broke the model answers ``status`` with that
+    error (``{"ok": false, "error": ...}``) rather than dropping the connection."""
 
 
 class _Wire(BaseModel):

@@ -183,3 +183,10 @@ def test_manetkit_status_prints_the_tables_and_the_wire_form(tmp_path, capsys):
         else:
             assert "routes" in out and "10.42.0.3" in out and "valid" in out
             assert "rreq-sent" in out and "route_table" in out and "512" in out
+
+
+def test_an_engine_status_off_the_model_is_an_error_reply_not_a_dropped_connection(tmp_path):
+    d = _daemon(tmp_path, "aodv")
+    d.engine.status = lambda: {"protocol": "aodv", "routes": "none"}  # type: ignore[method-assign]
+    reply = d.events.server.reply(b'{"cmd":"status"}\n', None)
+    assert reply["ok"] is False and reply["error"].startswith("engine status: ")
