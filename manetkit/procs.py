@@ -15,11 +15,19 @@ T = TypeVar("T")
 
 
 def wait_for(
-    cond: Callable[[], T], timeout: float = 10.0, what: str = "condition", interval: float = 0.05
+    cond: Callable[[], T],
+    timeout: float = 10.0,
+    what: str = "condition",
+    interval: float = 0.05,
+    *,
+    detail: Callable[[], str] | None = None,
 ) -> T:
-    """Poll ``cond`` until it returns something true, and return that.
+    """Poll ``cond`` every ``interval`` s until it returns something true, and return that.
 
-    Raises ``TimeoutError`` naming ``what`` after ``timeout`` seconds. For readiness of
+    ``cond`` is always asked at least once; an exception it raises (a process it watches
+    died) ends the wait. After ``timeout`` seconds raises ``TimeoutError`` naming
+    ``what``, followed by ``detail()`` when given (what was still missing). The one
+    waiting loop of the lab, the benches, the field rig and the tests: for readiness of
     real processes and sockets only; protocol timers are tested with fake clocks.
     """
     deadline = time.monotonic() + timeout
@@ -28,8 +36,35 @@ def wait_for(
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+            raise _timed_out(timeout, what, detail)
         time.sleep(interval)
+
+
+async def wait_for_async(
+    cond: Callable[[], T],
+    timeout: float = 10.0,
+    what: str = "condition",
+    interval: float = 0.01,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> T:
+    """:func:`wait_for` inside a coroutine: the event loop runs between the polls (a
+    server under test keeps serving while its client waits)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise _timed_out(timeout, what, detail)
+        await asyncio.sleep(interval)
+
+
+def _timed_out(timeout: float, what: str, detail: Callable[[], str] | None) -> TimeoutError:
+    more = f": {detail()}" if detail is not None else ""
+    return TimeoutError(f"timed out after {timeout:g} s waiting for {what}{more}")
 
 
 def stop(proc: subprocess.Popen, grace: float = 5.0) -> int | None:

@@ -4,17 +4,14 @@ one terminate-then-kill, one env-config writer, one goodput reader)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from manetkit import procs
-from manetkit.bench import labrun, stream
+from manetkit.bench import stream
 
 # Writes "ready", then on SIGTERM writes the signal's arrival time and exits 3 (or, with
 # "ignore", ignores it and must be SIGKILLed).
@@ -60,18 +57,6 @@ def test_stop_returns_the_exit_status(tmp_path: Path) -> None:
     done = subprocess.Popen([sys.executable, "-c", "pass"])
     done.wait()
     assert procs.stop(done) == 0
-
-
-def test_env_config_sets_and_restores(tmp_path: Path, monkeypatch) -> None:
-    var = "MANETKIT_TEST_EXTRA"
-    monkeypatch.delenv(var, raising=False)
-    with labrun.env_config(var, tmp_path / "a.yaml", {"smr": {"mode": "backup2"}}):
-        assert yaml.safe_load(Path(os.environ[var]).read_text()) == {"smr": {"mode": "backup2"}}
-    assert var not in os.environ
-    monkeypatch.setenv(var, "/the/user's.yaml")
-    with labrun.env_config(var, tmp_path / "b.yaml", {}):
-        assert os.environ[var] == str(tmp_path / "b.yaml")
-    assert os.environ[var] == "/the/user's.yaml"
 
 
 def test_received_kbps_reads_the_receivers_samples(tmp_path: Path) -> None:

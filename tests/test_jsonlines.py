@@ -7,6 +7,7 @@ import json
 import os
 
 from manetkit.jsonlines import Access, LineServer, Peer, peer_of, request
+from manetkit.procs import wait_for_async
 
 
 async def _line(reader: asyncio.StreamReader) -> dict:
@@ -59,13 +60,9 @@ def test_subscribers_are_bounded_and_refusals_counted(tmp_path):
                 assert (await _line(r)) == {"event": "e", "n": 1}
             # A subscriber that leaves frees its place.
             conns[0][1].close()
-            await asyncio.sleep(0.05)
+            await wait_for_async(lambda: srv.subscribers < 2, 2, "the server to see it leave")
             r, w = conns[2]
             w.write(b'{"cmd":"subscribe"}\n')
-            for _ in range(50):
-                if srv.subscribers < 2:
-                    break
-                await asyncio.sleep(0.02)
             assert (await _line(r))["ok"] is True
             for _, w in conns[1:]:
                 w.close()
@@ -117,7 +114,7 @@ def test_close_with_connected_clients_logs_no_error(tmp_path, caplog):
             await asyncio.sleep(0)
         for _, w in conns:
             w.close()
-        await asyncio.sleep(0.01)
+            await w.wait_closed()
 
     with caplog.at_level("ERROR", logger="asyncio"):
         asyncio.run(main())
@@ -186,10 +183,7 @@ def test_subscribe_in_asyncio_yields_events_skips_replies_and_can_send(tmp_path)
                         return
 
             reader = asyncio.create_task(read())
-            for _ in range(100):
-                if srv.subscribers:
-                    break
-                await asyncio.sleep(0.01)
+            await wait_for_async(lambda: srv.subscribers, 1, "the subscription")
             assert sub.send({"cmd": "discover", "dst": "x"})  # its reply line is skipped
             srv.publish({"event": "a", "n": 1})
             srv.publish({"event": "b"})
@@ -244,10 +238,7 @@ def test_subscribe_in_a_thread_connects_before_returning_and_closes(tmp_path):
             t = threading.Thread(target=lambda: got.extend(sub))
             t.start()
             srv.publish({"event": "a"})  # published after connect(): never missed
-            for _ in range(100):
-                if got:
-                    break
-                await asyncio.sleep(0.01)
+            await wait_for_async(lambda: got, 1, "the event in the thread")
             sub.close()
             await asyncio.to_thread(t.join, 2)
             assert not t.is_alive()

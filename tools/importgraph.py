@@ -22,8 +22,8 @@ PACKAGE = ROOT / "manetkit"
 
 # Top-level modules every layer may use; they import no layer themselves.
 NEUTRAL = {
-    "configfile", "console", "errors", "events", "extras", "jsonlines", "keyfile", "macaddr",
-    "paths", "procs", "radioevents", "runner", "tuntap",
+    "configfile", "console", "daemonstatus", "errors", "events", "extras", "jsonlines",
+    "keyfile", "macaddr", "paths", "procs", "radioevents", "runner", "tuntap",
 }  # fmt: skip
 
 # (importer prefix, forbidden prefix, why)

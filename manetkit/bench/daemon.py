@@ -98,7 +98,7 @@ def measure(seconds: float, rate: str, workdir: Path) -> dict[str, Any]:
         busy = window(pid, seconds)
         out, _ = client.communicate(timeout=seconds + 30)
         rx = json.loads(out)["end"]["sum"]
-        fwd = mesh.status(2)["engine"]["counters"].get("forwarded", 0)
+        fwd = mesh.status(2).engine.counters.get("forwarded", 0)
     return {
         "idle": idle,
         "forwarding": busy,

@@ -238,8 +238,7 @@ def measure(seconds: float, workdir: Path) -> dict[str, Any]:
     with VethMesh(f"{tag}d", 3, workdir / "d") as mesh:
         _start_daemons(mesh, (2,))
         res["daemon_pps"] = _blast(mesh, 0x88B5, seconds)
-        fwd = mesh.status(2)["counters"]
-        res["daemon_forwarder_counters"] = fwd["dataplane"]
+        res["daemon_forwarder_counters"] = mesh.status(2).counters.dataplane
     with VethMesh(f"{tag}t", 3, workdir / "t") as mesh:
         _start_daemons(mesh, (1, 2, 3))
         res["daemon_tcp_mbps"] = _iperf(mesh, seconds)

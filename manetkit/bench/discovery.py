@@ -63,13 +63,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def _mk(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+def _mk(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "manetkit.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
         check=False,
     )
 
@@ -129,7 +128,6 @@ def measure(protocol: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any
     extra = tmp / f"{protocol}.yaml"
     options = _engine_options(protocol, args.jitter_ms, args.search)
     extra.write_text(yaml.safe_dump(options))
-    env = {**os.environ, "MANETKIT_LAB_DAEMON_CONFIG": str(extra)}
     up = _mk(
         "lab",
         "up",
@@ -140,7 +138,8 @@ def measure(protocol: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any
         protocol,
         "--set",
         f"radio.rate_mbps={args.rate}",
-        env=env,
+        "--daemon-config",
+        str(extra),
     )
     if up.returncode != 0:
         raise RuntimeError(f"lab up failed: {up.stderr.strip()}")
@@ -173,7 +172,7 @@ def measure(protocol: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any
                 }
             )
     finally:
-        _mk("lab", "down", "--name", lab, env=env)
+        _mk("lab", "down", "--name", lab)
     return {
         "protocol": protocol,
         "engine_options": options,

@@ -38,11 +38,13 @@ GOAL_RATIO = 0.10
 IPERF_PORT = 5202
 
 
-def _wait(pred, timeout: float, what: str) -> float:
+def _seconds_until(pred, timeout: float, what: str) -> float:
+    """How long until ``pred()`` held (polled as :func:`manetkit.procs.wait_for` does)."""
     t0 = time.monotonic()
-    while not pred():
-        if time.monotonic() - t0 > timeout:
-            raise UserError(f"{what}: not within {timeout:g} s")
+    try:
+        procs.wait_for(pred, timeout, what)
+    except TimeoutError as exc:
+        raise UserError(str(exc)) from None
     return time.monotonic() - t0
 
 
@@ -93,7 +95,7 @@ def measure_compose(scenario: Path, stack: str, tag: str, duration: float) -> di
         up_s = lab.up()
         try:
             last = sc.nodes
-            route_s = _wait(
+            route_s = _seconds_until(
                 lambda: (
                     lab.exec(
                         "n1", "ping", "-c", "1", "-W", "1", f"10.42.0.{last}", check=False
@@ -129,7 +131,7 @@ def measure_netns(scenario: Path, stack: str, duration: float) -> dict:
     nodes.up(scenario, name=name, overrides={"stack": stack})
     up_s = time.monotonic() - t0
     try:
-        route_s = _wait(
+        route_s = _seconds_until(
             lambda: (
                 netns.run(
                     first_ns, ["ping", "-c", "1", "-W", "1", f"10.42.0.{last}"], check=False

@@ -1,46 +1,25 @@
-"""What every lab benchmark and experiment run does around its runs: a config file merged
-into every node's daemon or proxy while the lab comes up, Python started inside a node's
-namespace, an optional flock around each run (``--lock``: one lab at a time on a shared
+"""What every lab benchmark and experiment run does around its runs: Python started
+inside a node's namespace, an optional flock around each run (``--lock``: one lab at a time on a shared
 machine without holding the lock for a whole matrix), SIGTERM turned into an exception a
 run unwinds, and the medium's clock (:func:`medium_time`, :func:`wait_medium`: a window
 anchored to it sees the same movement in every run of a seed).
 
-``manetkit.lab.stacks`` reads the two environment variables (``EXTRA_ENV``,
-``PROXY_EXTRA_ENV``) when ``lab up`` writes each node's configs.
+A run's own daemon or proxy settings reach every node as ``lab up --daemon-config`` /
+``--proxy-config`` (``nodes.up``'s ``daemon_config`` / ``proxy_config``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
-
-import yaml
 
 from manetkit.lab.medium import control as medium_control
 from manetkit.paths import netns_name
-
-
-@contextlib.contextmanager
-def env_config(var: str, path: Path, doc: dict[str, Any]) -> Iterator[None]:
-    """Write ``doc`` (YAML) to ``path`` and point ``var`` at it; restore ``var`` after."""
-    old = os.environ.get(var)
-    path.write_text(yaml.safe_dump(doc))
-    os.environ[var] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = old
 
 
 def interrupt(signum: int, frame: object) -> None:

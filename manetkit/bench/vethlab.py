@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from manetkit.daemonstatus import DaemonStatus, fetch_status
 from manetkit.jsonlines import request
 from manetkit.procs import wait_for
 
@@ -154,8 +155,8 @@ class VethMesh:
             return (self.workdir / f"n{i}.log").read_text()[-3000:]
         return ""
 
-    def status(self, i: int) -> dict[str, Any]:
-        return request(self.sock(i), {"cmd": "status"})["status"]
+    def status(self, i: int) -> DaemonStatus:
+        return fetch_status(self.sock(i))
 
     def stop(self, i: int, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
         p = self.procs.pop(i)
@@ -175,8 +176,7 @@ class VethMesh:
         return sh("ip", "netns", "exec", self.ns(i), *cmd, check=check, timeout=timeout)
 
     def neighbours_up(self, i: int, want: set[str]) -> bool:
-        up = {n["address"] for n in self.status(i)["neighbours"] if n["up"]}
-        return want <= up
+        return want <= self.status(i).up_neighbours()
 
     def down(self) -> None:
         for i in list(self.procs):

@@ -53,6 +53,14 @@ from manetkit.daemon.linksense.base import (
 from manetkit.daemon.linksense.hello import HelloBackend, is_hello, parse_hello
 from manetkit.daemon.linksense.hysteresis import Decision, Down, LinkMonitor, Signal, Up
 from manetkit.daemon.neighbours import NeighbourTable
+from manetkit.daemonstatus import (
+    DaemonCounters,
+    DaemonStatus,
+    Flows,
+    Neighbour,
+    SendBufferStatus,
+    engine_status,
+)
 from manetkit.errors import UserError
 from manetkit.jsonlines import Access, socket_alive
 from manetkit.macaddr import format_mac, parse_mac
@@ -89,7 +97,7 @@ class Daemon:
         self._overheard = self._overheard_frame if self.engine.wants_overheard else None
         self.events = EventServer(
             cfg.event_socket,
-            self.status,
+            lambda: self.status().to_wire(),
             discover=self._rediscover,
             access=Access(cfg.control_group),
         )
@@ -589,59 +597,61 @@ class Daemon:
         self._apply(now, self._decisions())
 
     # -- status -----------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonStatus:
+        """What ``{"cmd": "status"}`` answers (:mod:`manetkit.daemonstatus`)."""
         now = self._loop.time() if self._loop else 0.0
         stations = {st.mac: st for st in (self.backend.stations() if self.backend else [])}
         neighbours = []
         for n in self.neighbours:
             st = stations.get(n.mac)
             neighbours.append(
-                {
-                    "address": str(n.address),
-                    "mac": format_mac(n.mac),
-                    "up": n.up and self.monitor.is_up(n.mac),
-                    "signal_dbm": n.signal_dbm,
-                    "last_heard_s": round(now - n.last_heard, 3) if n.last_heard else None,
-                    "tx_failed": st.tx_failed if st else None,
-                }
+                Neighbour(
+                    address=str(n.address),
+                    mac=format_mac(n.mac),
+                    up=n.up and self.monitor.is_up(n.mac),
+                    signal_dbm=n.signal_dbm,
+                    last_heard_s=round(now - n.last_heard, 3) if n.last_heard else None,
+                    tx_failed=st.tx_failed if st else None,
+                )
             )
-        engine_status = self.engine.status()
         buf = getattr(self.engine, "send_buffer", None)
-        send_buffer: dict[str, Any] = {"packets": 0, "limit": self.cfg.send_buffer.packets}
-        if buf is not None:
-            send_buffer = {
-                "packets": len(buf),
-                "limit": buf.max_packets,
-                "timeout_s": buf.timeout,
-                "destinations": {str(d): buf.waiting(d) for d in buf.destinations()},
-                "drops": dict(buf.drops),
-            }
-        return {
-            "address": str(self.cfg.address),
-            "protocol": self.cfg.protocol,
-            "tun": self.cfg.tun_name,
-            "radio_interface": self.cfg.radio_interface,
-            "link_sensing": self.cfg.link_sensing.backend,
-            "uptime_s": round(time.time() - self.started_at, 1),
-            "neighbours": neighbours,
-            "engine": engine_status,
-            "send_buffer": send_buffer,
+        if buf is None:
+            send_buffer = SendBufferStatus(packets=0, limit=self.cfg.send_buffer.packets)
+        else:
+            send_buffer = SendBufferStatus(
+                packets=len(buf),
+                limit=buf.max_packets,
+                timeout_s=buf.timeout,
+                destinations={str(d): buf.waiting(d) for d in buf.destinations()},
+                drops=dict(buf.drops),
+            )
+        return DaemonStatus(
+            address=str(self.cfg.address),
+            protocol=self.cfg.protocol,
+            tun=self.cfg.tun_name,
+            radio_interface=self.cfg.radio_interface,
+            link_sensing=self.cfg.link_sensing.backend,
+            uptime_s=round(time.time() - self.started_at, 1),
+            neighbours=neighbours,
+            # the engine reports in its wire form; the model checks it here
+            engine=engine_status(self.engine.status()),
+            send_buffer=send_buffer,
             # packets and bytes our apps sent per destination / we delivered per source
-            "flows": {
-                "originated": self.dp.originated.to_json() if self.dp else {},
-                "delivered": self.dp.delivered.to_json() if self.dp else {},
-            },
-            "counters": {
-                "dataplane": self.dp.counters() if self.dp else {},
-                "drops": dict(self.drops),
-                "shell": dict(self.counters),
-                "events": self.events.counters(),
-                "beacons_sent": self.beacon.sent if self.beacon else 0,
-                "links_evicted": self.monitor.evicted,
-                "hello_stations_evicted": self.beacon.evicted if self.beacon else 0,
-                "auth": dict(self.auth.counters) if self.auth else None,
-            },
-        }
+            flows=Flows(
+                originated=self.dp.originated.to_json() if self.dp else {},
+                delivered=self.dp.delivered.to_json() if self.dp else {},
+            ),
+            counters=DaemonCounters(
+                dataplane=self.dp.counters() if self.dp else {},
+                drops=dict(self.drops),
+                shell=dict(self.counters),
+                events=self.events.counters(),
+                beacons_sent=self.beacon.sent if self.beacon else 0,
+                links_evicted=self.monitor.evicted,
+                hello_stations_evicted=self.beacon.evicted if self.beacon else 0,
+                auth=dict(self.auth.counters) if self.auth else None,
+            ),
+        )
 
 
 def run_daemon(cfg: DaemonConfig) -> None:

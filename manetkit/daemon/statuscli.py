@@ -15,6 +15,16 @@ from rich.table import Table
 
 from manetkit import paths
 from manetkit.console import fidelity_table, make_console
+from manetkit.daemonstatus import (
+    AodvStatus,
+    DaemonStatus,
+    OnDemandStatus,
+    SmrStatus,
+    SourceRouteStatus,
+    StaticStatus,
+    StatusError,
+    fetch_status,
+)
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 
@@ -80,14 +90,11 @@ def fetch_proxy(path: str) -> dict[str, Any] | None:
     return reply.get("status") if reply.get("ok") else None
 
 
-def fetch(path: str) -> dict[str, Any]:
+def fetch(path: str) -> DaemonStatus:
     try:
-        reply = request(path, {"cmd": "status"})
-    except (OSError, ValueError) as exc:
-        raise UserError(f"no daemon answers on {path}: {exc}") from None
-    if not reply.get("ok"):
-        raise UserError(f"daemon on {path} refused status: {reply.get('error')}")
-    return reply["status"]
+        return fetch_status(path)
+    except StatusError as exc:
+        raise UserError(str(exc)) from None
 
 
 def main_medium(args: argparse.Namespace) -> int:
@@ -115,13 +122,13 @@ def main(args: argparse.Namespace) -> int:
         return main_medium(args)
     proxy = fetch_proxy(proxy_socket_path(args))
     try:
-        st: dict[str, Any] | None = fetch(socket_path(args))
+        st: DaemonStatus | None = fetch(socket_path(args))
     except UserError:
         if proxy is None:
             raise
         st = None  # a proxy without a daemon (e.g. fixed-rto over static routes)
     if args.json:
-        out = dict(st or {})
+        out = st.to_wire() if st is not None else {}
         if proxy is not None:
             out["proxy"] = proxy
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -178,32 +185,39 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def render(st: dict[str, Any], console: Console) -> None:
+def render(st: DaemonStatus, console: Console) -> None:
     console.print(
-        f"[bold]{st['address']}[/bold]  {st['protocol']} on {st['tun']}  radio "
-        f"{st['radio_interface']} ({st['link_sensing']} link sensing)  up {st['uptime_s']} s"
+        f"[bold]{st.address}[/bold]  {st.protocol} on {st.tun}  radio "
+        f"{st.radio_interface} ({st.link_sensing} link sensing)  up {st.uptime_s} s"
     )
     t = Table(title="neighbours")
     for col in ("address", "mac", "up", "signal dBm", "last heard s", "tx failed"):
         t.add_column(col)
-    for n in st["neighbours"]:
+    for n in st.neighbours:
         t.add_row(
-            n["address"],
-            n["mac"],
-            "yes" if n["up"] else "no",
-            _fmt(n["signal_dbm"]),
-            _fmt(n["last_heard_s"]),
-            _fmt(n["tx_failed"]),
+            n.address,
+            n.mac,
+            "yes" if n.up else "no",
+            _fmt(n.signal_dbm),
+            _fmt(n.last_heard_s),
+            _fmt(n.tx_failed),
         )
     console.print(t)
 
-    engine = st.get("engine", {})
-    # Engines report routes (AODV, static) or cached paths (DSR) as lists of flat dicts.
-    for key in ("routes", "paths", "cache", "multipath"):
-        rows = engine.get(key)
-        if not rows or not isinstance(rows, list) or not isinstance(rows[0], dict):
+    engine = st.engine
+    # Engines report routes (AODV, static) or cached paths (DSR) as lists of flat rows.
+    tables: dict[str, list[Any]] = {}
+    if isinstance(engine, AodvStatus | StaticStatus):
+        tables["routes"] = engine.routes
+    if isinstance(engine, SourceRouteStatus):
+        tables["paths"] = engine.paths
+    if isinstance(engine, SmrStatus):
+        tables["multipath"] = engine.multipath
+    for title, models in tables.items():
+        if not models:
             continue
-        t = Table(title=key)
+        rows = [m.model_dump(mode="json") for m in models]
+        t = Table(title=title)
         cols = list(dict.fromkeys(k for r in rows for k in r))
         for c in cols:
             t.add_column(c)
@@ -211,17 +225,17 @@ def render(st: dict[str, Any], console: Console) -> None:
             t.add_row(*(_fmt(r.get(c)) for c in cols))
         console.print(t)
 
-    sb = st.get("send_buffer", {})
+    sb = st.send_buffer
     t = Table(title="send buffer")
     t.add_column("packets")
     t.add_column("limit")
     t.add_column("waiting by destination")
     t.add_column("drops")
     t.add_row(
-        _fmt(sb.get("packets")),
-        _fmt(sb.get("limit")),
-        " ".join(f"{d}:{n}" for d, n in (sb.get("destinations") or {}).items()) or "-",
-        " ".join(f"{r}:{n}" for r, n in (sb.get("drops") or {}).items()) or "-",
+        _fmt(sb.packets),
+        _fmt(sb.limit),
+        " ".join(f"{d}:{n}" for d, n in sb.destinations.items()) or "-",
+        " ".join(f"{r}:{n}" for r, n in sb.drops.items()) or "-",
     )
     console.print(t)
 
@@ -229,9 +243,8 @@ def render(st: dict[str, Any], console: Console) -> None:
     t.add_column("group")
     t.add_column("counter")
     t.add_column("value", justify="right")
-    groups = dict(st.get("counters", {}))
-    if isinstance(engine.get("counters"), dict):
-        groups["engine"] = engine["counters"]
+    groups: dict[str, Any] = st.counters.model_dump(mode="json")
+    groups["engine"] = engine.counters
     for group, values in groups.items():
         if isinstance(values, dict):
             for k, v in sorted(values.items()):
@@ -240,13 +253,12 @@ def render(st: dict[str, Any], console: Console) -> None:
             t.add_row(group, "", _fmt(values))
     console.print(t)
 
-    bounds = engine.get("bounds")
-    if isinstance(bounds, dict) and bounds:
+    bounds = engine.bounds if isinstance(engine, OnDemandStatus) else {}
+    if bounds:
         # Bounded state (docs/security.md): a table at its limit or evicting is news.
         t = Table(title="tables (size / limit, evicted)")
         for col in ("table", "size", "limit", "evicted"):
             t.add_column(col, justify="left" if col == "table" else "right")
         for name, b in sorted(bounds.items()):
-            if isinstance(b, dict):
-                t.add_row(name, _fmt(b.get("size")), _fmt(b.get("limit")), _fmt(b.get("evicted")))
+            t.add_row(name, _fmt(b.size), _fmt(b.limit), _fmt(b.evicted))
         console.print(t)

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from manetkit import paths
+from manetkit.daemonstatus import DaemonStatus, StatusError, fetch_status
 from manetkit.jsonlines import request
 from manetkit.lab import peers
 from manetkit.lab.stacks import node_address
@@ -118,29 +119,19 @@ def kernel_has_route(lab: str, src: str, dst: str) -> bool:
     )
 
 
-def status_has_route(status: dict[str, Any], dst_addr: str) -> bool:
-    """A manetkit daemon's status (``{"cmd": "status"}``) holds a usable route to
-    ``dst_addr``: a valid AODV route, a DSR cached path or an SMR path."""
-    engine = status.get("engine") or {}
-    for rt in engine.get("routes") or []:  # AODV (RFC 3561 section 2: valid routes only)
-        if rt.get("dst") == dst_addr and rt.get("state", "valid") == "valid":
-            return True
-    for key in ("paths", "multipath"):  # DSR's route cache, SMR's path sets
-        if any(p.get("dst") == dst_addr for p in engine.get(key) or []):
-            return True
-    return False
-
-
-def daemon_status(lab: str, node: str, timeout: float = 5.0) -> dict[str, Any] | None:
+def daemon_status(lab: str, node: str, timeout: float = 5.0) -> DaemonStatus | None:
     """``node``'s daemon status, None when it does not answer."""
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        return request(paths.daemon_socket(lab, node), {"cmd": "status"}, timeout)["status"]
-    return None
+    try:
+        return fetch_status(paths.daemon_socket(lab, node), timeout)
+    except StatusError:
+        return None
 
 
 def daemon_has_route(lab: str, src: str, dst: str) -> bool:
+    """``src``'s daemon holds a usable route to ``dst``: a valid AODV route (RFC 3561
+    section 2), a DSR cached path or an SMR path."""
     st = daemon_status(lab, src)
-    return st is not None and status_has_route(st, str(node_address(dst)))
+    return st is not None and st.engine.has_route(str(node_address(dst)))
 
 
 def daemon_discover(lab: str, src: str, dst: str) -> None:

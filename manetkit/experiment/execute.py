@@ -19,8 +19,7 @@ The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random w
    medium's ground-truth log before the lab goes down (it lives in the lab's directory).
 
 An ELFN probe variant (``elfn-probe2``) is the lab's ``proxy: elfn`` with its probe
-interval in the proxy config the lab reads from ``MANETKIT_LAB_PROXY_CONFIG`` while it
-comes up (:func:`proxy_env`). Whatever happens the lab is brought down and every process
+interval in the proxy config the lab is brought up with (:func:`run_proxy_config`). Whatever happens the lab is brought down and every process
 the run started is stopped. Files the run keeps (the raw snapshots) are written under
 ``work/keep/``, which the runner moves to ``runs/<name>/``.
 """
@@ -32,12 +31,12 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from manetkit import paths, procs
 from manetkit.bench import labrun
+from manetkit.daemonstatus import DaemonStatus, StatusError, fetch_status
 from manetkit.experiment import (
     background,
     bulk,
@@ -72,8 +71,7 @@ from manetkit.experiment.spec import (
     proxy_extra,
     throughput_table,
 )
-from manetkit.jsonlines import request
-from manetkit.lab import fidelity, nodes, stacks
+from manetkit.lab import fidelity, nodes
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address
@@ -85,7 +83,7 @@ def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
     """The ``lab up --set`` of a run: the spec's ``set:`` and the run's axes; a peer
     stack variant (``babeld-mobile``) is its lab stack and its profile, a spec variant
     (``dsr-atra``) its stack and its ``set:``; an ELFN probe variant (``elfn-probe2``) is
-    the lab's ``elfn`` (its interval: :func:`proxy_env`)."""
+    the lab's ``elfn`` (its interval: :func:`run_proxy_config`)."""
     out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spec.set.items()}
     out.update(spec.stack_set(run.stack))
     out.update({"stack": spec.lab_stack(run.stack), "proxy": lab_proxy(run.proxy),
@@ -96,28 +94,20 @@ def overrides_for(spec: Spec, run: Run) -> dict[str, str]:
     return out
 
 
-@contextlib.contextmanager
-def proxy_env(spec: Spec, run: Run, work: Path) -> Iterator[dict[str, Any] | None]:
-    """While the lab comes up: the run's proxy config additions (the spec's
-    ``proxy_config``, its traffic's, an ELFN probe variant's interval, in that order of
-    precedence from last to first) in ``MANETKIT_LAB_PROXY_CONFIG``, over whatever config
-    that variable already named (the run's fields win); yields the config given (None
-    when the run adds nothing, the environment untouched)."""
+def run_proxy_config(spec: Spec, run: Run) -> dict[str, Any] | None:
+    """The fields the run adds to every node's proxy config (``nodes.up``'s
+    ``proxy_config``): the spec's ``proxy_config``, its traffic's, an ELFN probe
+    variant's interval, each over the one before; None when the run adds nothing."""
     extra = {**spec.proxy_config, **spec.traffic(run.traffic).proxy_config,
              **proxy_extra(run.proxy)}  # fmt: skip
-    if not extra:
-        yield None
-        return
-    doc = {**stacks.proxy_extra_from_env(), **extra}
-    with labrun.env_config(stacks.PROXY_EXTRA_ENV, work / "proxy-extra.yaml", doc):
-        yield doc
+    return extra or None
 
 
-def _statuses(lab: str, n: int) -> list[dict[str, Any]]:
+def _statuses(lab: str, n: int) -> list[DaemonStatus]:
     out = []
     for i in range(1, n + 1):
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            out.append(request(paths.daemon_socket(lab, f"n{i}"), {"cmd": "status"}, 5)["status"])
+        with contextlib.suppress(StatusError):
+            out.append(fetch_status(paths.daemon_socket(lab, f"n{i}"), 5))
     return out
 
 
@@ -290,8 +280,10 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     nodes.down(lab)
     try:
         t_up = time.monotonic()
-        with proxy_env(spec, run, work) as proxy_cfg:
-            nodes.up(scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S)
+        proxy_cfg = run_proxy_config(spec, run)
+        nodes.up(
+            scen_path, name=lab, overrides=overrides, timeout=UP_TIMEOUT_S, proxy_config=proxy_cfg
+        )
         doc["proxy_config"] = proxy_cfg
         doc["lab_up_s"] = round(time.monotonic() - t_up, 2)
         doc["lab_up_medium_s"] = round(labrun.medium_time(lab), 2)

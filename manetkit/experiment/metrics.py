@@ -38,12 +38,13 @@ from manetkit.bench.expected import pair_metrics as pair_metrics
 from manetkit.bench.expected import ratio as ratio
 from manetkit.bench.expected import time_at_hops as time_at_hops
 from manetkit.daemon.engines.base import CONTROL_COUNTERS as CONTROL_COUNTERS
+from manetkit.daemonstatus import DaemonStatus
 
 # Engine counters of route discoveries a source completed, and their summed latency.
 DISCOVERY_COUNTERS = ("discoveries-completed", "discovery-latency-ms")
 
 
-def control_totals(statuses: Iterable[dict[str, Any]]) -> dict[str, int]:
+def control_totals(statuses: Iterable[DaemonStatus]) -> dict[str, int]:
     """Summed over daemons (``status`` replies): routing packets sent (by counter, plus
     the shell's beacons), the bytes of those packets as the shell put them on the air
     (``control_bytes``: IP packet bytes, as the peers' nftables counters count them) and
@@ -51,15 +52,14 @@ def control_totals(statuses: Iterable[dict[str, Any]]) -> dict[str, int]:
     apart: :func:`control_overhead` leaves them out)."""
     total: dict[str, int] = {"beacons": 0, "delivered": 0, "control_bytes": 0}
     for st in statuses:
-        engine = (st.get("engine") or {}).get("counters") or {}
+        engine = st.engine.counters
         for k in CONTROL_COUNTERS + DISCOVERY_COUNTERS:
-            v = engine.get(k)
-            if isinstance(v, int):
-                total[k] = total.get(k, 0) + v
-        counters = st.get("counters") or {}
-        total["beacons"] += int(counters.get("beacons_sent") or 0)
-        total["control_bytes"] += int((counters.get("shell") or {}).get("control-tx-bytes") or 0)
-        total["delivered"] += int((counters.get("dataplane") or {}).get("tun_tx") or 0)
+            if k in engine:
+                total[k] = total.get(k, 0) + engine[k]
+        counters = st.counters
+        total["beacons"] += counters.beacons_sent
+        total["control_bytes"] += counters.shell.get("control-tx-bytes", 0)
+        total["delivered"] += counters.dataplane.get("tun_tx", 0)
     return total
 
 

@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from manetkit import paths
-from manetkit.jsonlines import request
+from manetkit.daemonstatus import (
+    AodvStatus,
+    DaemonStatus,
+    SourceRouteStatus,
+    StatusError,
+    fetch_status,
+)
 from manetkit.lab import peers
 from manetkit.lab.stacks import node_address
 
@@ -89,8 +95,8 @@ def _daemon_view(lab: str, node: str, stack: str) -> Any:
         if stack == "batmand":
             return batmand_originators(lab, node)
         if stack in ("dsr", "aodv", "smr"):
-            return request(paths.daemon_socket(lab, node), {"cmd": "status"}, 5)["status"]
-    except (OSError, ValueError, KeyError) as exc:
+            return fetch_status(paths.daemon_socket(lab, node), 5).to_wire()
+    except (OSError, ValueError, StatusError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     return None
 
@@ -161,20 +167,25 @@ def kernel_next_hop(routes: list[dict[str, Any]], dst: str) -> str | None:
     return None
 
 
-def daemon_route(status: dict[str, Any] | None, dst: str) -> list[str] | str | None:
-    """A manetkit daemon's route to ``dst``: the whole path (DSR/SMR source routes) as a
-    list of node names, or the next hop (AODV), or None."""
-    if not isinstance(status, dict):
+def daemon_status(raw: Any) -> DaemonStatus | None:
+    """A snapshot's ``daemon`` as a manetkit daemon's status; None for an error record."""
+    try:
+        return DaemonStatus.from_wire(raw) if isinstance(raw, dict) else None
+    except StatusError:
         return None
-    engine = status.get("engine") or {}
+
+
+def daemon_route(status: DaemonStatus | None, dst: str) -> list[str] | str | None:
+    """A manetkit daemon's route to ``dst``: the whole path (DSR/SMR source routes; SMR's
+    primary first, then DSR's cache) as a list of node names, or the next hop (AODV),
+    or None."""
+    engine = status.engine if status is not None else None
     addr = str(node_address(dst))
-    for key in ("multipath", "paths"):  # SMR's primary first, then DSR's cache
-        for p in engine.get(key) or []:
-            if p.get("dst") == addr and p.get("role", "primary") == "primary" and p.get("path"):
-                return [_node_of(a) or a for a in p["path"]]
-    for rt in engine.get("routes") or []:
-        if rt.get("dst") == addr and rt.get("state", "valid") == "valid":
-            return _node_of(rt.get("next_hop"))
+    if isinstance(engine, SourceRouteStatus):
+        path = engine.path_to(addr)
+        return [_node_of(a) or a for a in path] if path else None
+    if isinstance(engine, AodvStatus):
+        return _node_of(engine.next_hop(addr))
     return None
 
 
@@ -200,14 +211,11 @@ def neigh_state(neigh: list[dict[str, Any]], node: str) -> str | None:
     return None
 
 
-def daemon_neighbour_up(status: dict[str, Any] | None, node: str) -> bool | None:
-    if not isinstance(status, dict):
+def daemon_neighbour_up(status: DaemonStatus | None, node: str) -> bool | None:
+    if status is None:
         return None
-    addr = str(node_address(node))
-    for n in status.get("neighbours") or []:
-        if n.get("address") == addr:
-            return bool(n.get("up"))
-    return False
+    nb = status.neighbour(str(node_address(node)))
+    return nb is not None and nb.up
 
 
 def summarise(snapshot: dict[str, Any], pairs: Iterable[Pair]) -> dict[str, Any]:
@@ -219,18 +227,19 @@ def summarise(snapshot: dict[str, Any], pairs: Iterable[Pair]) -> dict[str, Any]
     nodes = snapshot.get("nodes") or {}
     stack = snapshot.get("stack")
     manetkit = stack in ("dsr", "aodv", "smr")
+    statuses = {n: daemon_status((i or {}).get("daemon")) for n, i in nodes.items()}
 
     def hop(node: str, dst: str) -> str | None:
         info = nodes.get(node) or {}
         if manetkit:
-            r = daemon_route(info.get("daemon"), dst)
+            r = daemon_route(statuses.get(node), dst)
             return r[1] if isinstance(r, list) and len(r) > 1 else r if isinstance(r, str) else None
         return kernel_next_hop(info.get("route") or [], dst)
 
     out: dict[str, Any] = {}
     for src, dst in dict.fromkeys(pairs):
         info = nodes.get(src) or {}
-        src_route = daemon_route(info.get("daemon"), dst) if manetkit else None
+        src_route = daemon_route(statuses.get(src), dst) if manetkit else None
         if isinstance(src_route, list):
             path = src_route
         else:
@@ -242,7 +251,7 @@ def summarise(snapshot: dict[str, Any], pairs: Iterable[Pair]) -> dict[str, Any]
             "complete": path[-1] == dst,
             "next_hop": nh,
             "next_hop_neigh": neigh_state(info.get("neigh") or [], nh) if nh else None,
-            "next_hop_up": daemon_neighbour_up(info.get("daemon"), nh) if nh and manetkit
+            "next_hop_up": daemon_neighbour_up(statuses.get(src), nh) if nh and manetkit
             else None,
         }  # fmt: skip
     return {"time": snapshot.get("time"), "pairs": out}

@@ -113,7 +113,7 @@ def lab_proxy(proxy: str) -> str:
 
 
 def proxy_extra(proxy: str) -> dict[str, Any]:
-    """The proxy config a spec proxy adds (``MANETKIT_LAB_PROXY_CONFIG``): an ELFN probe
+    """The proxy config a spec proxy adds (``nodes.up``'s ``proxy_config``): an ELFN probe
     variant's fixed interval; empty for the others."""
     every = probe_interval(proxy)
     return {} if every is None else {"probe": "fixed", "probe_interval": every}

@@ -26,7 +26,12 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from manetkit.procs import wait_for
+
+if TYPE_CHECKING:  # imported where used: a start under TCG costs seconds per module
+    from manetkit.daemonstatus import AodvRoute, DaemonStatus, DsrPath
 
 RESULTS = Path("/tmp/results")
 DEBUGFS = Path("/sys/kernel/debug/ieee80211")
@@ -92,11 +97,9 @@ class Guest:
 
     def signal_of_1_at_2(self, protocol: str) -> float | None:
         """Node 1's signal in node 2's ``protocol`` daemon's neighbour table."""
-        st = self.status(2, protocol) or {}
-        row = next(
-            (x for x in st.get("neighbours", []) if x["address"] == self.mesh(1, protocol)), None
-        )
-        return row["signal_dbm"] if row else None
+        st = self.status(2, protocol)
+        row = st.neighbour(self.mesh(1, protocol)) if st else None
+        return row.signal_dbm if row else None
 
     def sh(self, *argv: str, node: int | None = None, check: bool = True, timeout: float = 60):
         if node is not None:
@@ -114,7 +117,7 @@ class Guest:
             ok = True
         except Exception as exc:  # the report names the step and the reason
             detail = f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, StepFailed):
+            if not isinstance(exc, StepFailed | TimeoutError):  # wait_for's names what
                 detail += "\n" + traceback.format_exc()
             ok = False
         self.steps.append(
@@ -124,16 +127,6 @@ class Guest:
         if not ok:
             raise StepFailed(name)
         return detail
-
-    def wait_for(self, what: str, cond, timeout: float = 30.0, every: float = 0.25) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = cond()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise StepFailed(f"timed out after {timeout:.0f} s waiting for {what}")
-            time.sleep(every)
 
     # -- steps -------------------------------------------------------------------------
     def radios(self) -> dict:
@@ -216,8 +209,8 @@ class Guest:
 
     def chain_formed(self) -> dict:
         want = {1: {self.mac[2]}, 2: {self.mac[1], self.mac[3]}, 3: {self.mac[2]}}
-        self.wait_for("stations 1-2 and 2-3 (iw station dump)",
-                      lambda: all(self.peers(n) >= want[n] for n in want))  # fmt: skip
+        wait_for(lambda: all(self.peers(n) >= want[n] for n in want), 30,
+                 "stations 1-2 and 2-3 (iw station dump)", interval=0.25)  # fmt: skip
         got = {n: sorted(self.peers(n)) for n in want}
         if self.mac[3] in got[1] or self.mac[1] in got[3]:
             raise StepFailed(f"radios 1 and 3 hear each other: {got}")
@@ -252,11 +245,10 @@ class Guest:
         """GET 64 KiB from node ``dst``'s server (``http_server``), compare the bytes."""
         url = f"http://{address(dst)}:8080/blob"
         got = Path(f"/tmp/got-{src}-{dst}")
-        self.wait_for(
-            f"HTTP GET {url}",
+        wait_for(
             lambda: self.sh("curl", "-sf", "--max-time", "10", "-o", str(got), url,
                             node=src, check=False).returncode == 0,
-            timeout=60, every=1,
+            60, f"HTTP GET {url}", interval=1,
         )  # fmt: skip
         data = got.read_bytes()
         if hashlib.sha256(data).digest() != hashlib.sha256(self.payload).digest():
@@ -307,14 +299,13 @@ class Guest:
     def socket(self, node: int, protocol: str) -> str:
         return f"/run/mkv-{protocol}-{node}.sock"
 
-    def status(self, node: int, protocol: str) -> dict | None:
-        from manetkit.jsonlines import request
+    def status(self, node: int, protocol: str) -> DaemonStatus | None:
+        from manetkit.daemonstatus import StatusError, fetch_status
 
         try:
-            reply = request(self.socket(node, protocol), {"cmd": "status"})
-        except (OSError, ValueError):
+            return fetch_status(self.socket(node, protocol))
+        except StatusError:
             return None
-        return reply.get("status") if reply.get("ok") else None
 
     def daemon_config(self, node: int, protocol: str) -> Path:
         net, ethertype, tun = MESH_NET[protocol]
@@ -372,19 +363,21 @@ class Guest:
                 if not Path(f"/proc/{pid}").exists():  # the launcher reaps at once
                     raise StepFailed(f"daemon {name} exited (see daemon-{name}.log)")
             sts = {(p, n): self.status(n, p) for p in protocols for n in range(1, NODES + 1)}
-            self.facts["last-status"] = {f"{p}-{n}": st for (p, n), st in sts.items()}
+            self.facts["last-status"] = {
+                f"{p}-{n}": st.to_wire() if st else None for (p, n), st in sts.items()
+            }
             for (_, n), st in sts.items():
                 if st is None:
                     return None
-                seen = [x for x in st["neighbours"] if x["up"] and x["signal_dbm"] is not None]
+                seen = [x for x in st.neighbours if x.up and x.signal_dbm is not None]
                 if len(seen) < want[n]:
                     return None
             return sts
 
-        sts = self.wait_for("daemons up with neighbours and nl80211 signal",
-                            neighbours_with_signal, timeout=120, every=0.5)  # fmt: skip
+        sts = wait_for(neighbours_with_signal, 120,
+                       "daemons up with neighbours and nl80211 signal", interval=0.5)  # fmt: skip
         self.facts.pop("last-status", None)
-        return {f"{p}-{n}": [(x["address"], x["signal_dbm"]) for x in st["neighbours"]]
+        return {f"{p}-{n}": [(x.address, x.signal_dbm) for x in st.neighbours]
                 for (p, n), st in sts.items()}  # fmt: skip
 
     def status_cli_start(self, protocols: list[str]) -> None:
@@ -405,41 +398,42 @@ class Guest:
         out, err = proc.communicate(timeout=60)
         if proc.returncode != 0:
             raise StepFailed(f"manetkit status: exit {proc.returncode}: {err.strip()}")
-        st = json.loads(out)
-        if st.get("link_sensing") != "nl80211" or st.get("protocol") != protocol:
-            raise StepFailed(f"status says {st.get('protocol')}/{st.get('link_sensing')}")
-        by_addr = {x["address"]: x for x in st["neighbours"]}
+        from manetkit.daemonstatus import DaemonStatus
+
+        st = DaemonStatus.from_wire(json.loads(out))
+        if st.link_sensing != "nl80211" or st.protocol != protocol:
+            raise StepFailed(f"status says {st.protocol}/{st.link_sensing}")
         for n in (1, 3):
-            row = by_addr.get(self.mesh(n, protocol))
-            if row is None or row["signal_dbm"] is None or row["mac"] != self.mac[n]:
+            row = st.neighbour(self.mesh(n, protocol))
+            if row is None or row.signal_dbm is None or row.mac != self.mac[n]:
                 raise StepFailed(f"status of node 2 lacks node {n} with a signal: {st}")
-        return {a: {"mac": r["mac"], "signal_dbm": r["signal_dbm"], "up": r["up"]}
-                for a, r in by_addr.items()}  # fmt: skip
+        return {r.address: {"mac": r.mac, "signal_dbm": r.signal_dbm, "up": r.up}
+                for r in st.neighbours}  # fmt: skip
 
     def mesh_ping(self, protocol: str) -> str:
-        done = self.wait_for(
-            f"ping 1 -> 3 over {protocol}",
+        done = wait_for(
             lambda: (d := self.sh("ping", "-c", "3", "-i", "0.3", "-W", "3",
                                   self.mesh(3, protocol), node=1, check=False)).returncode == 0
             and d,
-            timeout=60, every=1,
+            60, f"ping 1 -> 3 over {protocol}", interval=1,
         )  # fmt: skip
         return done.stdout.strip().splitlines()[-1]
 
     def route_of(self, protocol: str) -> dict:
         """What node 1's engine holds for node 3 (AODV route / DSR path): 2 hops via 2."""
-        st = self.status(1, protocol) or {}
-        engine = st.get("engine", {})
+        from manetkit.daemonstatus import AodvStatus, SourceRouteStatus
+
+        st = self.status(1, protocol)
+        engine = st.engine if st else None
         dst = self.mesh(3, protocol)
-        rows = [r for r in engine.get("routes", []) + engine.get("paths", [])
-                if r.get("dst") == dst]  # fmt: skip
-        if (
-            not rows
-            or rows[0].get("hops") != 2
-            or rows[0].get("next_hop") != self.mesh(2, protocol)
-        ):
+        rows: list[AodvRoute | DsrPath] = []
+        if isinstance(engine, AodvStatus):
+            rows = [r for r in engine.routes if r.dst == dst]
+        elif isinstance(engine, SourceRouteStatus):
+            rows = [p for p in engine.paths if p.dst == dst]
+        if not rows or rows[0].hops != 2 or rows[0].next_hop != self.mesh(2, protocol):
             raise StepFailed(f"node 1 has no 2-hop route to {dst} via node 2: {engine}")
-        return rows[0]
+        return rows[0].model_dump(mode="json")
 
     def daemon_signal(self, protocols: list[str]) -> dict:
         """Node 2's daemons report node 1's new signal after radio 1's ``rx_rssi``
@@ -448,16 +442,15 @@ class Guest:
         new = old + 15 if old < -60 else old - 15
         signal_of_1 = self.signal_of_1_at_2
 
-        before = {p: self.wait_for(f"node 1's signal at node 2 ({p})",
-                                   lambda p=p: signal_of_1(p), timeout=20) for p in protocols}  # fmt: skip
+        before = {p: wait_for(lambda p=p: signal_of_1(p), 20, f"node 1's signal at node 2 ({p})",
+                              interval=0.25) for p in protocols}  # fmt: skip
         self.set_rx_rssi(new)
         out: dict[str, Any] = {"rx_rssi_change_db": new - old}
         for p in protocols:
-            after = self.wait_for(
-                f"node 1's changed signal in node 2's status ({p})",
+            after = wait_for(
                 lambda p=p: (v := signal_of_1(p)) is not None
                 and abs(v - (before[p] + new - old)) <= 2 and v,
-                timeout=30, every=0.5,
+                30, f"node 1's changed signal in node 2's status ({p})", interval=0.5,
             )  # fmt: skip
             out[p] = {"before_dbm": before[p], "after_dbm": after}
         return out
@@ -472,8 +465,9 @@ class Guest:
         start = self.rx_rssi()
 
         def predictions(p: str) -> int:
-            st = self.status(2, p) or {}
-            return int(st.get("engine", {}).get("atra", {}).get("predictions", 0))
+            st = self.status(2, p)
+            atra = st.atra if st else None
+            return atra.predictions if atra else 0
 
         def power_at(d: float) -> float:
             return RFP_EDGE_DBM - 10 * RFP_EXPONENT * math.log10(d / RFP_RANGE_M)
@@ -482,7 +476,7 @@ class Guest:
             return self.signal_of_1_at_2(protocols[0])
 
         # node 2 hears rx_rssi + radio 1's tx power: write power - that offset
-        offset = self.wait_for("node 1's signal at node 2", seen_at_2, timeout=20) - start
+        offset = wait_for(seen_at_2, 20, "node 1's signal at node 2", interval=0.25) - start
 
         def rx_rssi_for(d: float) -> int:
             return max(-100, min(-1, round(power_at(d) - offset)))  # what debugfs accepts
@@ -505,7 +499,7 @@ class Guest:
             self.set_rx_rssi(start)
         missing = [p for p in protocols if p not in got]
         if missing:
-            seen = {p: (self.status(2, p) or {}).get("engine", {}).get("atra") for p in missing}
+            seen = {p: st.atra if (st := self.status(2, p)) else None for p in missing}
             raise StepFailed(
                 f"no predicted failure at node 2 for {missing} out to {d:.0f} m; "
                 f"their atra status: {seen}; signals heard: {samples}"

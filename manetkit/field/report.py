@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit.daemon.linksense.iw import IwParseError, parse_station_dump
+from manetkit.daemonstatus import DaemonStatus, StatusError
 from manetkit.extras import require
 from manetkit.field.collect import MARK
 from manetkit.macaddr import format_mac
@@ -51,13 +52,13 @@ def load_run(folder: Path) -> dict[str, Any]:
         for row in rows:
             mac = format_mac(row.info.mac)
             links.setdefault(mac, []).append((t, row.info))
-    status: list[tuple[float, dict]] = []
+    status: list[tuple[float, DaemonStatus]] = []
     if (folder / "status.jsonl").exists():
         for t, body in split_samples((folder / "status.jsonl").read_text()):
             try:
-                status.append((t, json.loads(body)))
-            except ValueError:
-                bad += 1
+                status.append((t, DaemonStatus.from_wire(json.loads(body))))
+            except (ValueError, StatusError):
+                bad += 1  # no daemon answered then (or not a status): counted, not fatal
     return {"node": meta.get("node", folder.name), "times": times, "links": links,
             "status": status, "bad_samples": bad}  # fmt: skip
 
@@ -77,7 +78,7 @@ def summarise(run: dict[str, Any]) -> dict[str, Any]:
             "tx_retries": last.tx_retries - first.tx_retries,
             "tx_failed": last.tx_failed - first.tx_failed,
         }
-    counts = [(len(s.get("neighbours", [])), len(s.get("routes", []))) for _, s in run["status"]]
+    counts = [(len(s.neighbours), len(s.engine.routed())) for _, s in run["status"]]
     return {
         "node": run["node"],
         "samples": len(run["times"]),

@@ -52,12 +52,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         overrides["stack"] = args.stack
     if args.proxy:
         overrides["proxy"] = args.proxy
+    daemon_config = stacks.load_extra(args.daemon_config, "daemon") if args.daemon_config else None
+    proxy_config = stacks.load_extra(args.proxy_config, "proxy") if args.proxy_config else None
     state = nodes.up(
         args.scenario,
         name=args.lab,
         overrides=overrides,
         timeout=args.timeout,
         radios=args.radios,
+        daemon_config=daemon_config,
+        proxy_config=proxy_config,
     )
     console.print(
         f"lab [bold]{state.lab}[/]: {len(state.nodes)} nodes up in {state.up_seconds:.1f} s "
@@ -387,6 +391,19 @@ def register(parser: argparse.ArgumentParser) -> None:
         default=nodes.DEFAULT_RADIOS,
         help="who runs the nodes' radios: shared (the medium process owns every TAP; "
         "default) or process (one radio process per node, relaying over a socket)",
+    )
+    p.add_argument(
+        "--daemon-config",
+        metavar="FILE",
+        help="YAML fields merged into every node's daemon config (e.g. dsr: "
+        "{broadcast_jitter_ms: 0}); the scenario's protocol sections go over it; address, "
+        "lab and event_socket are per node",
+    )
+    p.add_argument(
+        "--proxy-config",
+        metavar="FILE",
+        help="YAML fields merged into every node's proxy config (e.g. partition_timeout: "
+        "10); daemon_socket and status_socket are per node",
     )
     p.set_defaults(func=cmd_up)
 

@@ -164,18 +164,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_route(lab: str, node: str, dst: str) -> None:
-    from manetkit.jsonlines import request
+    from manetkit.daemonstatus import AodvStatus, SourceRouteStatus, StatusError, fetch_status
 
     try:
-        status = request(stacks.daemon_socket(lab, node), {"cmd": "status"})["status"]
-    except (OSError, ValueError, KeyError):
+        engine = fetch_status(stacks.daemon_socket(lab, node)).engine
+    except StatusError:
         return
-    engine = status.get("engine", {})
-    for key in ("paths", "routes"):
-        for row in engine.get(key, []):
-            if row.get("dst") == dst:
-                via = row.get("path") or row.get("next_hop")
-                if isinstance(via, list):
-                    via = " -> ".join(via)
-                console.print(f"{node}'s {engine.get('protocol', '')} route to {dst}: {via}")
-                return
+    via: str | None = None
+    if isinstance(engine, SourceRouteStatus):
+        path = engine.path_to(dst)
+        via = " -> ".join(path) if path else None
+    elif isinstance(engine, AodvStatus):
+        via = engine.next_hop(dst)
+    if via is not None:
+        console.print(f"{node}'s {engine.protocol} route to {dst}: {via}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from manetkit.errors import UserError
+from manetkit.procs import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker"
@@ -154,20 +155,27 @@ class ComposeLab:
         t0 = time.monotonic()
         try:
             self.compose("up", "-d", timeout=timeout)
-            deadline = t0 + timeout
-            while True:
+            bad: dict[str, str] = {}
+
+            def failed() -> UserError:
+                return UserError(
+                    f"compose lab {self.project} not healthy in {timeout:g} s: {bad}\n"
+                    + self.logs(sorted(bad))
+                )
+
+            def healthy() -> bool:
+                nonlocal bad
                 health = self.health()
                 bad = {s: h for s, h in health.items() if h not in ("healthy", "running")}
-                if not bad:
-                    break
-                if time.monotonic() > deadline or any(
-                    h in ("exited", "dead", "unhealthy") for h in bad.values()
-                ):
-                    raise UserError(
-                        f"compose lab {self.project} not healthy in {timeout:g} s: {bad}\n"
-                        + self.logs(sorted(bad))
-                    )
-                time.sleep(0.25)
+                if any(h in ("exited", "dead", "unhealthy") for h in bad.values()):
+                    raise failed()
+                return not bad
+
+            left = max(0.0, t0 + timeout - time.monotonic())
+            try:
+                wait_for(healthy, left, f"compose lab {self.project}", 0.25)
+            except TimeoutError:
+                raise failed() from None
         except BaseException:
             self.down()
             raise

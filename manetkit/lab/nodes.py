@@ -19,15 +19,17 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from manetkit import paths
 from manetkit.errors import UserError
 from manetkit.lab import netns, peers, radio, stacks
 from manetkit.lab.inventory import find_processes, namespaces
 from manetkit.lab.stacks import ProcessSpec
-from manetkit.procs import alive, terminate
+from manetkit.procs import alive, terminate, wait_for
 
 STATE_FILE = "state.json"
 # Who runs the nodes' radios: "shared", the medium process itself (one process for the
@@ -102,19 +104,26 @@ def _log_tail(info: ProcessInfo, lines: int = 8) -> str:
 
 
 def _wait(ready, deadline: float, what: str, procs: list[ProcessInfo]) -> None:
-    """Poll ``ready()`` (-> list of names not ready yet) until empty; fail naming them."""
-    while True:
+    """Poll ``ready()`` (-> list of names not ready yet) until empty; fail naming them,
+    or at once naming a process of ``procs`` that exited."""
+    pending: list[str] = []
+
+    def done() -> bool:
+        nonlocal pending
         pending = ready()
-        if not pending:
-            return
-        dead = [p for p in procs if not alive(p.pid)]
+        dead = [p for p in procs if not alive(p.pid)] if pending else []
         if dead:
             p = dead[0]
             raise UserError(f"{p.name} exited during start-up; its log says:\n    {_log_tail(p)}")
-        if time.monotonic() > deadline:
-            shown = ", ".join(pending[:10]) + (" ..." if len(pending) > 10 else "")
-            raise UserError(f"timed out waiting for {what}: {shown}")
-        time.sleep(0.05)
+        return not pending
+
+    def shown() -> str:
+        return ", ".join(pending[:10]) + (" ..." if len(pending) > 10 else "")
+
+    try:
+        wait_for(done, max(0.0, deadline - time.monotonic()), what, detail=shown)
+    except TimeoutError as exc:
+        raise UserError(str(exc)) from None
 
 
 def medium_spec(
@@ -168,10 +177,14 @@ def up(
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
     radios: str = DEFAULT_RADIOS,
+    daemon_config: Mapping[str, Any] | None = None,
+    proxy_config: Mapping[str, Any] | None = None,
 ) -> LabState:
     """Bring a lab up; on any failure tear down what was made and raise ``UserError``.
 
-    ``radios``: who runs the nodes' radios (:data:`RADIO_DESIGNS`)."""
+    ``radios``: who runs the nodes' radios (:data:`RADIO_DESIGNS`). ``daemon_config`` /
+    ``proxy_config``: fields merged into every node's generated daemon / proxy config
+    (``lab up --daemon-config`` / ``--proxy-config``; :func:`manetkit.lab.stacks.node_processes`)."""
     if radios not in RADIO_DESIGNS:
         raise UserError(f"radios {radios!r}: expected one of {', '.join(RADIO_DESIGNS)}")
     from manetkit.lab.scenario import lab_name, load_scenario
@@ -192,7 +205,9 @@ def up(
             f"lab {lab!r} is already up (or left over): run `manetkit lab down --name {lab}`"
         )
     # Fail early, before making anything, if the scenario asks for unbuilt software.
-    extra = {n: stacks.node_processes(lab, scenario, n) for n in node_names}
+    extra = {
+        n: stacks.node_processes(lab, scenario, n, daemon_config, proxy_config) for n in node_names
+    }
 
     state = LabState(lab, scenario_path, overrides, node_names, time.time(), radios=radios)
     try:

@@ -31,10 +31,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from manetkit.procs import wait_for
 
 log = logging.getLogger("manetkit.lab.peerrun")
 
@@ -89,14 +90,13 @@ def configure_radio(cfg: dict[str, Any], ipv6_timeout: float = 10.0) -> None:
     if v6.read_text().strip() != "0":
         log.info("enabling IPv6 on %s (babeld speaks over link-local)", iface)
         v6.write_text("0\n")
-    deadline = time.monotonic() + ipv6_timeout
-    while (state := link_local_state(iface)) != "ok":
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"{iface} has no usable IPv6 link-local address after {ipv6_timeout:g} s "
-                f"({state}): babeld cannot send"
-            )
-        time.sleep(0.05)
+    try:
+        wait_for(lambda: link_local_state(iface) == "ok", ipv6_timeout, "IPv6 link-local")
+    except TimeoutError:
+        raise RuntimeError(
+            f"{iface} has no usable IPv6 link-local address after {ipv6_timeout:g} s "
+            f"({link_local_state(iface)}): babeld cannot send"
+        ) from None
 
 
 def _child_setup(private_run: str | None) -> Callable[[], None]:

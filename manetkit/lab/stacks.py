@@ -8,17 +8,18 @@ For ``stack: aodv|dsr|smr`` every node nI runs ``manetkit daemon`` with a genera
 (written to ``<lab dir>/nodes/nI/daemon.yaml``): mesh address 10.42.0.I (for I > 254,
 10.42.(I // 256).(I % 256)), radio_interface radio0, link sensing from the lab radio's
 station table, event socket ``<lab dir>/nodes/nI/events.sock`` (``daemon_socket``).
-``MANETKIT_LAB_DAEMON_CONFIG`` (a YAML file) is merged into every node's generated
-config, e.g. ``dsr: {broadcast_jitter_ms: 0}`` for a benchmark; the node-specific
-fields (address, lab, event socket) cannot be overridden.
+``lab up --daemon-config FILE`` (YAML; ``nodes.up(daemon_config=...)`` in Python) is
+merged into every node's generated config, e.g. ``dsr: {broadcast_jitter_ms: 0}`` for a
+benchmark; the node-specific fields (address, lab, event socket) cannot be set there.
 
 With ``proxy: plain|fixed-rto|elfn|bus`` (``lab up --proxy``) every node also runs
 ``manetkit proxy`` (after its daemon in start order) with a generated config
 (``<lab dir>/nodes/nI/proxy.yaml``): that mode for the mesh prefix 10.42.0.0/16, the
 daemon's event socket, status socket ``<lab dir>/nodes/nI/proxy.sock``
 (``proxy_socket``). It is ready when its status socket answers and, with a daemon, it has
-subscribed to the daemon's events. ``MANETKIT_LAB_PROXY_CONFIG`` (YAML) is merged into
-every node's proxy config (e.g. ``partition_timeout``); the sockets are set per node.
+subscribed to the daemon's events. ``lab up --proxy-config FILE`` (YAML;
+``nodes.up(proxy_config=...)``) is merged into every node's proxy config (e.g.
+``partition_timeout``); the sockets are set per node and cannot be set there.
 ``proxy: bus`` also sets ``bus: true`` in every daemon's protocol section (TCP-BuS,
 docs/elfn-bus.md): the proxy's bus mode needs the daemons' ERDN/ERSN.
 
@@ -31,9 +32,8 @@ scenario's ``babeld:``/``batmand:`` section); a proxy on top runs without a daem
 from __future__ import annotations
 
 import functools
-import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from pathlib import Path
@@ -77,8 +77,9 @@ def node_address(node: str) -> IPv4Address:
     return IPv4Address(f"10.42.{i // 256}.{i % 256}")
 
 
-NODE_FIELDS = ("address", "lab", "event_socket")
-EXTRA_ENV = "MANETKIT_LAB_DAEMON_CONFIG"
+# The fields the lab sets per node: a config merged into every node cannot set them.
+NODE_FIELDS = {"daemon": ("address", "lab", "event_socket"),
+               "proxy": ("daemon_socket", "status_socket")}  # fmt: skip
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -88,20 +89,29 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def extra_from_env() -> dict[str, Any]:
-    path = os.environ.get(EXTRA_ENV)
-    if not path:
+def check_extra(doc: Any, kind: str, source: str) -> dict[str, Any]:
+    """``doc`` as the fields merged into every node's ``kind`` ("daemon" or "proxy")
+    config; ``UserError`` naming ``source`` when it is not a mapping or sets a field
+    the lab sets per node (:data:`NODE_FIELDS`)."""
+    if doc is None:
         return {}
-    try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"{EXTRA_ENV}={path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{EXTRA_ENV}={path}: expected a mapping of daemon config fields")
-    bad = [k for k in NODE_FIELDS if k in data]
+    if not isinstance(doc, Mapping):
+        raise UserError(f"{source}: expected a mapping of {kind} config fields")
+    bad = [k for k in NODE_FIELDS[kind] if k in doc]
     if bad:
-        raise UserError(f"{EXTRA_ENV}={path}: {', '.join(bad)} are set per node by the lab")
-    return data
+        raise UserError(f"{source}: {', '.join(bad)} are set per node by the lab")
+    return dict(doc)
+
+
+def load_extra(path: str | Path, kind: str) -> dict[str, Any]:
+    """A YAML file of fields for every node's ``kind`` config (``lab up --daemon-config``
+    / ``--proxy-config``), checked as :func:`check_extra` does."""
+    source = f"--{kind}-config {path}"
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{source}: {exc}") from None
+    return check_extra(doc, kind, source)
 
 
 def daemon_config(lab: str, node: str, protocol: str, extra: dict[str, Any] | None = None) -> dict:
@@ -145,26 +155,6 @@ def daemon_spec(
         netns=paths.netns_name(lab, node),
         ready=functools.partial(daemon_ready, lab, node),
     )
-
-
-PROXY_NODE_FIELDS = ("daemon_socket", "status_socket")
-PROXY_EXTRA_ENV = "MANETKIT_LAB_PROXY_CONFIG"
-
-
-def proxy_extra_from_env() -> dict[str, Any]:
-    path = os.environ.get(PROXY_EXTRA_ENV)
-    if not path:
-        return {}
-    try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"{PROXY_EXTRA_ENV}={path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{PROXY_EXTRA_ENV}={path}: expected a mapping of proxy config fields")
-    bad = [k for k in PROXY_NODE_FIELDS if k in data]
-    if bad:
-        raise UserError(f"{PROXY_EXTRA_ENV}={path}: {', '.join(bad)} are set per node by the lab")
-    return data
 
 
 def proxy_config(
@@ -229,13 +219,25 @@ def scenario_daemon_extra(scenario) -> dict[str, Any]:
     return extra
 
 
-def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
-    """Extra processes for ``node`` (``n1``..) given the scenario's ``stack`` and ``proxy``."""
+def node_processes(
+    lab: str,
+    scenario,
+    node: str,
+    daemon_config: Mapping[str, Any] | None = None,
+    proxy_config: Mapping[str, Any] | None = None,
+) -> list[ProcessSpec]:
+    """Extra processes for ``node`` (``n1``..) given the scenario's ``stack`` and ``proxy``.
+
+    ``daemon_config`` / ``proxy_config``: fields merged into the node's generated daemon
+    / proxy config (``lab up --daemon-config`` / ``--proxy-config``); the scenario's
+    protocol sections go over ``daemon_config``, and neither may set a per-node field."""
     stack = getattr(scenario, "stack", "none")
     proxy = getattr(scenario, "proxy", "none")
+    daemon_extra = check_extra(daemon_config, "daemon", "daemon_config")
+    proxy_extra = check_extra(proxy_config, "proxy", "proxy_config")
     specs: list[ProcessSpec] = []
     if stack in ("aodv", "dsr", "smr"):
-        extra = _merge(extra_from_env(), scenario_daemon_extra(scenario))
+        extra = _merge(daemon_extra, scenario_daemon_extra(scenario))
         specs.append(daemon_spec(lab, node, stack, extra))
     elif stack in peers.PEER_STACKS:
         speed_range = peers.scenario_speed_range(scenario)
@@ -246,7 +248,7 @@ def node_processes(lab: str, scenario, node: str) -> list[ProcessSpec]:
         )
     if proxy in ("plain", "fixed-rto", "elfn", "bus"):
         with_daemon = stack in ("aodv", "dsr", "smr")
-        specs.append(proxy_spec(lab, node, proxy, with_daemon, proxy_extra_from_env()))
+        specs.append(proxy_spec(lab, node, proxy, with_daemon, proxy_extra))
     elif proxy != "none":
         raise UserError(f"proxy {proxy!r} is not known (use none, plain, fixed-rto, elfn, bus)")
     return specs

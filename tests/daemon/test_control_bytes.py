@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.shell import Daemon
 from manetkit.daemon.wire import aodv, dsr, ipv4
+from manetkit.daemonstatus import DaemonStatus
 from manetkit.experiment import metrics
+from tests.helpers.statuses import make_status
 from tests.security.test_shell_auth import FakeDataPlane
 
 N1, N9 = IPv4Address("10.42.0.1"), IPv4Address("10.42.0.9")
@@ -51,20 +53,20 @@ def test_the_shell_counts_the_control_frames_it_sends(tmp_path):
         sent = [pkt for _mac, pkt in d.dp.sent]  # type: ignore[union-attr]
         control = [p for p in sent if is_control(p)]
         assert control, protocol
-        shell = d.status()["counters"]["shell"]
+        shell = d.status().counters.shell
         assert shell["control-tx-frames"] == len(control)
         assert shell["control-tx-bytes"] == sum(map(len, control))
         d._send_broadcast(b"\x45" + bytes(27))  # a link-sensing hello is control too
-        shell = d.status()["counters"]["shell"]
+        shell = d.status().counters.shell
         assert shell["control-tx-frames"] == len(control) + 1
         assert shell["control-tx-bytes"] == sum(map(len, control)) + 28
 
 
 def test_control_bytes_reach_the_overhead_per_delivered_packet_not_the_packet_count():
-    def status(req: int, ctl_bytes: int, tun_tx: int) -> dict:
-        return {"engine": {"counters": {"requests-sent": req}},
-                "counters": {"shell": {"control-tx-bytes": ctl_bytes},
-                             "dataplane": {"tun_tx": tun_tx}}}  # fmt: skip
+    def status(req: int, ctl_bytes: int, tun_tx: int) -> DaemonStatus:
+        return make_status(engine={"counters": {"requests-sent": req}},
+                           counters={"shell": {"control-tx-bytes": ctl_bytes},
+                                     "dataplane": {"tun_tx": tun_tx}})  # fmt: skip
 
     before = metrics.control_totals([status(1, 100, 0), status(0, 50, 10)])
     after = metrics.control_totals([status(3, 400, 0), status(1, 150, 60)])

@@ -27,7 +27,7 @@ def chain(tmp_path_factory):
 def test_ping_and_tcp_through_forwarding_node(chain):
     r = chain.run(1, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.42.0.3")
     assert " 0% packet loss" in r.stdout, r.stdout
-    fwd_before = chain.status(2)["engine"]["counters"].get("forwarded", 0)
+    fwd_before = chain.status(2).engine.counters.get("forwarded", 0)
     assert fwd_before >= 6  # 3 echo requests + 3 replies went through B
 
     # A TCP transfer (iperf3) through B: every byte over the userspace data plane.
@@ -39,8 +39,8 @@ def test_ping_and_tcp_through_forwarding_node(chain):
     mbps = res["end"]["sum_received"]["bits_per_second"] / 1e6
     assert mbps > 1.0, res["end"]
     st = chain.status(2)
-    assert st["engine"]["counters"]["forwarded"] > fwd_before + 1000
-    assert st["counters"]["dataplane"]["malformed_ipv4"] == 0
+    assert st.engine.counters["forwarded"] > fwd_before + 1000
+    assert st.counters.dataplane["malformed_ipv4"] == 0
     # The radio carries no IP; mesh0 has the address and the prefix route.
     assert "inet " not in chain.run(2, "ip", "-4", "addr", "show", "rad0").stdout
     assert "10.42.0.2/32" in chain.run(2, "ip", "-4", "addr", "show", "mesh0").stdout
@@ -67,17 +67,16 @@ for f in frames:
 
 
 def test_malformed_frames_counted_and_dropped(chain):
-    before = chain.status(2)["counters"]["dataplane"]
+    before = chain.status(2).counters.dataplane
     chain.run(1, "python3", "-c", INJECT, chain.mac(2))
     wait_for(
         lambda: (
-            chain.status(2)["counters"]["dataplane"]["malformed_ipv4"]
-            >= before["malformed_ipv4"] + 3
+            chain.status(2).counters.dataplane["malformed_ipv4"] >= before["malformed_ipv4"] + 3
         ),
         5,
         "malformed frames counted",
     )
-    after = chain.status(2)["counters"]["dataplane"]
+    after = chain.status(2).counters.dataplane
     assert after["malformed_short"] == before["malformed_short"] + 1
     assert after["malformed_ipv4"] == before["malformed_ipv4"] + 3
     assert after["malformed_ethertype"] == before["malformed_ethertype"]  # never reached us

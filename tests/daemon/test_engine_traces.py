@@ -7,13 +7,17 @@ before the engines were recomposed from components, and once more when the contr
 packets the daemon originates were marked DSCP CS6 (the two traces differed only in
 the TOS byte and header checksum of control packets). A mismatch means a behaviour
 change: write both traces (``python3 -m tests.daemon.enginetrace DIR`` on the old and
-the new code) and diff them.
+the new code) and diff them. The statuses in the traces are checked against the typed
+status model too.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from manetkit.daemonstatus import engine_status, undeclared
 from tests.daemon.enginetrace import CASES, digest
 
 EXPECTED = {
@@ -44,4 +48,18 @@ def test_every_case_has_a_recorded_hash():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_trace_unchanged(name):
-    assert digest(CASES[name]()) == EXPECTED[name]
+    lines = CASES[name]()
+    assert digest(lines) == EXPECTED[name]
+    check_statuses(lines)
+
+
+def check_statuses(lines: list[str]) -> None:
+    """Every engine status of the trace is what :mod:`manetkit.daemonstatus` declares,
+    every field typed, and reads back to the same JSON (the wire form is the engine's)."""
+    for line in lines:
+        _t, _node, kind, rest = line.split(" ", 3)
+        if kind == "status":
+            wire = json.loads(rest)
+            model = engine_status(wire)
+            assert undeclared(model) == [], f"{model.protocol} status fields with no type"
+            assert model.model_dump(mode="json", exclude_unset=True) == wire

@@ -14,6 +14,7 @@ import pytest
 
 from manetkit import events
 from manetkit.daemon.eventsocket import EventServer
+from manetkit.daemonstatus import StaticStatus, fetch_status
 from manetkit.jsonlines import Access, request
 from tests.daemon.vethnet import VethMesh
 from tests.helpers.users import as_user
@@ -108,9 +109,9 @@ def test_neighbour_and_route_events_from_a_running_daemon(tmp_path):
             "dst": "10.42.0.9",
             "next_hop": "10.42.0.2",
         }
-        st = request(mesh.sock(1), {"cmd": "status"})["status"]
-        assert [n["up"] for n in st["neighbours"]] == [False]
-        assert st["engine"]["routes"][0]["up"] is False
+        st = fetch_status(mesh.sock(1))
+        assert [n.up for n in st.neighbours] == [False]
+        assert isinstance(st.engine, StaticStatus) and st.engine.routes[0].up is False
         s.close()
 
 

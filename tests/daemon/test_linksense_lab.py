@@ -8,6 +8,10 @@ import json
 
 from manetkit.daemon.linksense.base import StationGone, StationSeen, StationTxFailed
 from manetkit.daemon.linksense.lab import LabBackend
+from manetkit.procs import wait_for_async
+
+SEEN_2 = StationSeen(bytes.fromhex("026d6b000002"), -61.5)
+SEEN_3 = StationSeen(bytes.fromhex("026d6b000003"), -80.0)
 
 M2 = "02:6d:6b:00:00:02"
 M3 = "02:6d:6b:00:00:03"
@@ -41,13 +45,6 @@ class FakeRadio:
             w.write((json.dumps(ev) + "\n").encode())
 
 
-async def until(cond, timeout=5.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
-        await asyncio.sleep(0.01)
-
-
 def test_lab_backend_reports_stations_failures_and_departures(tmp_path):
     async def main():
         radio = FakeRadio()
@@ -58,26 +55,28 @@ def test_lab_backend_reports_stations_failures_and_departures(tmp_path):
         backend = LabBackend("radio0", lambda now, ev: got.append(ev), path, loop.time, poll_s=0.01)
         task = asyncio.create_task(backend.run())
         try:
-            await until(lambda: radio.subscribers and radio.polls >= 1)
-            await until(lambda: StationSeen(bytes.fromhex("026d6b000002"), -61.5) in got)
+            await wait_for_async(lambda: radio.subscribers and radio.polls >= 1, 5, "a subscriber")
+            await wait_for_async(lambda: SEEN_2 in got, 5, "station 2 seen")
             # A station whose rx_packets does not grow is not "heard" again.
             n_seen = sum(isinstance(e, StationSeen) for e in got)
             p = radio.polls
-            await until(lambda: radio.polls >= p + 3)
+            await wait_for_async(lambda: radio.polls >= p + 3, 5, "three more polls")
             assert sum(isinstance(e, StationSeen) for e in got) == n_seen
             # New activity and a new station are.
             radio.table = [
                 {"mac": M2, "signal_dbm": -70.0, "inactive_ms": 5, "rx_packets": 9},
                 {"mac": M3, "signal_dbm": None, "signal_avg_dbm": -80.0, "rx_packets": 1},
             ]
-            await until(lambda: StationSeen(bytes.fromhex("026d6b000003"), -80.0) in got)
+            await wait_for_async(lambda: SEEN_3 in got, 5, "station 3 seen")
             assert StationSeen(bytes.fromhex("026d6b000002"), -70.0) in got
             assert {s.mac.hex() for s in backend.stations()} == {"026d6b000002", "026d6b000003"}
             # Pushed events: tx failure with its frame, departure; garbage is counted.
             radio.emit({"event": "tx-failed", "mac": M2, "frame": FRAME.hex()})
             radio.emit({"event": "station-gone", "mac": M3, "reason": "inactive"})
             radio.emit({"event": "tx-failed", "mac": "nonsense"})
-            await until(lambda: any(isinstance(e, StationGone) for e in got))
+            await wait_for_async(
+                lambda: any(isinstance(e, StationGone) for e in got), 5, "a station gone"
+            )
             fails = [e for e in got if isinstance(e, StationTxFailed)]
             assert fails == [StationTxFailed(bytes.fromhex("026d6b000002"), FRAME)]
             assert StationGone(bytes.fromhex("026d6b000003"), "inactive") in got

@@ -37,26 +37,24 @@ def test_frames_for_others_dropped_or_overheard(tmp_path):
         mesh.start(3, protocol="dsr")
         assert not promiscuous(mesh, 2)
         assert promiscuous(mesh, 3)
-        dp2 = mesh.status(2)["counters"]["dataplane"]
-        dp3 = mesh.status(3)["counters"]["dataplane"]
+        dp2 = mesh.status(2).counters.dataplane
+        dp3 = mesh.status(3).counters.dataplane
         mesh.run(1, "python3", "-c", INJECT)
         wait_for(
-            lambda: mesh.status(2)["counters"]["dataplane"]["not_for_us"] == dp2["not_for_us"] + 1,
+            lambda: mesh.status(2).counters.dataplane["not_for_us"] == dp2["not_for_us"] + 1,
             5,
             "n2 counts the frame as not for us",
         )
         wait_for(
-            lambda: (
-                mesh.status(3)["counters"]["dataplane"]["rx_overheard"] == dp3["rx_overheard"] + 1
-            ),
+            lambda: mesh.status(3).counters.dataplane["rx_overheard"] == dp3["rx_overheard"] + 1,
             5,
             "n3 overhears the frame",
         )
         st3 = mesh.status(3)
         # Not DSR: the engine ignored it (never delivered, forwarded or dropped).
-        assert st3["engine"]["counters"]["overheard-ignored"] == 1
-        assert st3["counters"]["dataplane"]["not_for_us"] == dp3["not_for_us"]
-        assert st3["counters"]["dataplane"]["tun_tx"] == dp3["tun_tx"]
-        assert mesh.status(2)["counters"]["dataplane"]["rx_overheard"] == 0
+        assert st3.engine.counters["overheard-ignored"] == 1
+        assert st3.counters.dataplane["not_for_us"] == dp3["not_for_us"]
+        assert st3.counters.dataplane["tun_tx"] == dp3["tun_tx"]
+        assert mesh.status(2).counters.dataplane["rx_overheard"] == 0
         assert mesh.stop(3) == 0
         assert not promiscuous(mesh, 3)  # put back on exit

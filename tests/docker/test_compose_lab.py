@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 
 from manetkit.lab import dockerctl
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
+from manetkit.procs import wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -43,13 +43,6 @@ def compose_lab(request, tmp_path, image) -> dockerctl.ComposeLab:
 def _ping_ok(lab: dockerctl.ComposeLab, count: int = 3) -> bool:
     got = lab.exec("n1", "ping", "-c", str(count), "-i", "0.3", "-W", "1", "10.42.0.3", check=False)
     return got.returncode == 0
-
-
-def _wait(pred, timeout: float, what: str) -> float:
-    t0 = time.monotonic()
-    while not pred():
-        assert time.monotonic() - t0 < timeout, f"{what} not within {timeout:g} s"
-    return time.monotonic() - t0
 
 
 @pytest.mark.parametrize("compose_lab", ["dsr", "aodv"], indirect=True)
@@ -85,13 +78,13 @@ def test_http_over_two_hops(compose_lab):
 @pytest.mark.parametrize("compose_lab", ["dsr"], indirect=True)
 def test_lab_move_breaks_and_heals(compose_lab):
     lab = compose_lab
-    _wait(lambda: _ping_ok(lab), 30, "first route n1 -> n3")
+    wait_for(lambda: _ping_ok(lab), 30, "first route n1 -> n3")
     move = ["manetkit", "lab", "move", "--name", lab.lab]
     lab.exec("medium", *move, "n2", "200", "1000")  # out of range of n1 and n3
-    _wait(lambda: not _ping_ok(lab, 2), 30, "route break after n2 moved away")
+    wait_for(lambda: not _ping_ok(lab, 2), 30, "route break after n2 moved away")
     assert lab.medium({"cmd": "ping"})["ok"]
     lab.exec("medium", *move, "n2", "200", "0")  # back between them
-    _wait(lambda: _ping_ok(lab), 60, "route heal after n2 came back")
+    wait_for(lambda: _ping_ok(lab), 60, "route heal after n2 came back")
     # down -v removes everything the project made (the fixture checks again after a failure)
     assert any(x.startswith("volume") for x in dockerctl.leftovers(lab.project))
     assert lab.down() == []

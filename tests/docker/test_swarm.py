@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 
 from manetkit.lab import dockerctl
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
+from manetkit.procs import wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -38,16 +38,6 @@ def _stack_left(stack: str, *, volumes: bool = True) -> list[str]:
     if volumes:
         kinds.append(("volume", ["volume", "ls", "-q"]))
     return [f"{k} {x}" for k, cmd in kinds for x in _docker(*cmd, *flt).stdout.split()]
-
-
-def _until(pred, timeout: float, what: str, diagnose=None) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() >= deadline:
-            raise AssertionError(
-                f"{what} not within {timeout:g} s" + (diagnose() if diagnose else "")
-            )
-        time.sleep(0.5)
 
 
 @pytest.fixture
@@ -117,13 +107,13 @@ def test_stack_deploy_ping_two_hops(swarm, tmp_path, image):
 
     try:
         _docker("stack", "deploy", "-c", str(out), stack)
-        _until(healthy, 90, "every node's daemon healthy", diagnose)
-        _until(ping, 60, "ping n1 -> n3 (2 hops)", diagnose)
+        wait_for(healthy, 90, "every node's daemon healthy", 0.5, detail=diagnose)
+        wait_for(ping, 60, "ping n1 -> n3 (2 hops)", 0.5, detail=diagnose)
         got = _docker("exec", container(services[1]), "ping", "-c", "1", "10.42.0.3").stdout
         assert "ttl=63" in got  # one forwarding node: n2
     finally:
         _docker("stack", "rm", stack, check=False)
-        _until(lambda: not _stack_left(stack, volumes=False), 60, f"stack {stack} removed")
+        wait_for(lambda: not _stack_left(stack, volumes=False), 60, f"stack {stack} removed", 0.5)
         # stack rm keeps named volumes: they can go once no container holds them
         vols = [v.split()[1] for v in _stack_left(stack)]
         if vols:

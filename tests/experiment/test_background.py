@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from manetkit.experiment import spec as S
+from manetkit.procs import wait_for
 from tests.experiment.test_spec import base
 from tests.helpers.lab import REPO
 
@@ -42,18 +43,11 @@ def _end(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "manetkit.bench.cbr", *args], cwd=REPO)
 
 
-def _wait_catches_sigterm(pid: int) -> None:
-    """Until the process has its SIGTERM handler (the SigCgt mask of /proc/PID/status)."""
-    deadline = time.monotonic() + 20
-    while True:
-        status = Path(f"/proc/{pid}/status").read_text()
-        caught = int(
-            next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16
-        )
-        if caught >> (signal.SIGTERM - 1) & 1:
-            return
-        assert time.monotonic() < deadline, "the sender never installed its SIGTERM handler"
-        time.sleep(0.02)
+def _catches_sigterm(pid: int) -> bool:
+    """The process has its SIGTERM handler (the SigCgt mask of /proc/PID/status)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
 
 
 def test_a_cbr_sender_and_receiver_count_what_crossed(tmp_path: Path):
@@ -67,15 +61,18 @@ def test_a_cbr_sender_and_receiver_count_what_crossed(tmp_path: Path):
     rx, tx = tmp_path / "rx.json", tmp_path / "tx.json"
     recv = _end("recv", str(port), "--bind", "127.0.0.1", "--out", str(rx))
     # the receiver's socket is bound once ss lists it
-    deadline = time.monotonic() + 10
-    while f":{port} " not in subprocess.run(["ss", "-Hlun"], capture_output=True, text=True).stdout:
-        assert time.monotonic() < deadline, "the receiver never bound"
-        time.sleep(0.02)
+    wait_for(
+        lambda: (
+            f":{port} " in subprocess.run(["ss", "-Hlun"], capture_output=True, text=True).stdout
+        ),
+        10,
+        "the receiver's socket",
+    )
     send = _end("send", "127.0.0.1", str(port), "--bytes", "100", "--pps", "50", "--out", str(tx))
     # SIGTERM before the sender caught it would kill it without its JSON (seen with a
     # lab loading the CPU: Python's start-up took more than the traffic's 1.5 s)
-    _wait_catches_sigterm(send.pid)
-    time.sleep(1.5)  # real traffic for a while, not a protocol timer
+    wait_for(lambda: _catches_sigterm(send.pid), 20, "the sender's SIGTERM handler", 0.02)
+    time.sleep(1.5)  # the traffic's window, which the rate is measured over: not a wait
     send.send_signal(signal.SIGTERM)
     send.wait(10)
     recv.send_signal(signal.SIGTERM)

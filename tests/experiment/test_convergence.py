@@ -76,16 +76,3 @@ def test_a_lab_already_past_the_cap_is_looked_at_once():
     m = FakeMedium(70.0, {})
     got = C.wait_converged([("n1", "n2")], m.has_route, m.time, 60.0, sleep=m.sleep)
     assert got.cap_hit and m.t == 70.0 and m.polls == 1
-
-
-def test_the_daemon_status_route_checks():
-    aodv = {"engine": {"routes": [{"dst": "10.42.0.3", "next_hop": "10.42.0.2", "state": "valid"},
-                                  {"dst": "10.42.0.4", "next_hop": "10.42.0.2",
-                                   "state": "invalid"}]}}  # fmt: skip
-    assert C.status_has_route(aodv, "10.42.0.3")
-    assert not C.status_has_route(aodv, "10.42.0.4")  # an invalid route is no route
-    dsr = {"engine": {"paths": [{"dst": "10.42.0.5", "path": ["10.42.0.1", "10.42.0.5"]}]}}
-    assert C.status_has_route(dsr, "10.42.0.5") and not C.status_has_route(dsr, "10.42.0.6")
-    smr = {"engine": {"paths": [], "multipath": [{"dst": "10.42.0.7", "role": "backup"}]}}
-    assert C.status_has_route(smr, "10.42.0.7")
-    assert not C.status_has_route({}, "10.42.0.7")

@@ -8,6 +8,7 @@ import pytest
 
 from manetkit.experiment import metrics, peercount
 from manetkit.lab.medium.groundtruth import read_log
+from tests.helpers.statuses import make_status
 
 T = {1: 1000.0, 2: 500.0, 3: 300.0}  # kbit/s over chains of 1..3 hops
 
@@ -60,8 +61,10 @@ def test_hops_beyond_the_table_take_its_plateau():
 
 def test_control_overhead_counts_routing_packets_per_delivered_data_packet():
     def status(req, rep, beacons, tun_tx):
-        return {"engine": {"counters": {"requests-sent": req, "replies-sent": rep, "salvaged": 9}},
-                "counters": {"beacons_sent": beacons, "dataplane": {"tun_tx": tun_tx}}}  # fmt: skip
+        return make_status(
+            engine={"counters": {"requests-sent": req, "replies-sent": rep, "salvaged": 9}},
+            counters={"beacons_sent": beacons, "dataplane": {"tun_tx": tun_tx}},
+        )
 
     before = metrics.control_totals([status(1, 1, 10, 100), status(0, 2, 10, 0)])
     after = metrics.control_totals([status(3, 1, 15, 300), status(0, 4, 16, 0)])
@@ -73,8 +76,9 @@ def test_control_overhead_counts_routing_packets_per_delivered_data_packet():
 
 def test_discovery_latency_is_the_mean_over_the_discoveries_completed_in_the_window():
     def status(done, ms, req):
-        return {"engine": {"counters": {"discoveries-completed": done,
-                                        "discovery-latency-ms": ms, "requests-sent": req}}}  # fmt: skip
+        return make_status(engine={"counters": {"discoveries-completed": done,
+                                                "discovery-latency-ms": ms,
+                                                "requests-sent": req}})  # fmt: skip
 
     before = metrics.control_totals([status(2, 300, 5), status(0, 0, 1)])
     after = metrics.control_totals([status(4, 700, 9), status(1, 200, 2)])

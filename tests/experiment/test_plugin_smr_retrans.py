@@ -20,6 +20,7 @@ import pytest
 
 from manetkit import procs
 from manetkit.daemon.config import DaemonConfig, parse_config
+from manetkit.daemonstatus import DaemonStatus
 from manetkit.experiment import execute, spec
 from manetkit.experiment.plugins.retrans import connection_ss, mesh_port, ss_retrans
 from manetkit.experiment.plugins.smr import counters, endpoints
@@ -27,6 +28,7 @@ from manetkit.lab import stacks
 from manetkit.lab.scenario import load_scenario
 from manetkit.procs import wait_for
 from manetkit.proxy.config import ProxyConfig
+from tests.helpers.statuses import make_status
 
 REPO = Path(__file__).resolve().parents[2]
 PEER_PORT = ProxyConfig.model_fields["peer_port"].default
@@ -137,22 +139,24 @@ def test_the_ratio_reads_the_proxys_mesh_leg_not_the_apps_connection(tmp_path: P
 
 
 def test_counters_sum_and_endpoints_keep_each_flow_end() -> None:
-    def st(counters: dict, **more: object) -> dict:
-        return {"engine": {"counters": counters, **more}}
+    def st(counters: dict, **more: object) -> DaemonStatus:
+        return make_status("smr", engine={"counters": counters, **more})
 
+    primary = {"dst": "10.42.0.2", "role": "primary", "hops": 1, "age_s": 1.0,
+               "path": ["10.42.0.1", "10.42.0.2"]}  # fmt: skip
+    cached = {"dst": "10.42.0.2", "next_hop": "10.42.0.2", "hops": 1, "age_s": 1.0,
+              "idle_s": 0.5, "path": ["10.42.0.1", "10.42.0.2"]}  # fmt: skip
     s0 = {"n1": st({"smr-switches": 1, "requests-sent": 2}), "n2": st({})}
     s1 = {
-        "n1": st({"smr-switches": 3, "requests-sent": 2, "mode": "x"},
-                 multipath=[{"dst": "10.42.0.2", "role": "primary"}],
-                 paths=[["10.42.0.1", "10.42.0.2"]]),
+        "n1": st({"smr-switches": 3, "requests-sent": 2}, multipath=[primary], paths=[cached]),
         "n2": st({"requests-sent": 1}),
         "n3": st({"requests-sent": 4}),
-    }  # fmt: skip
+    }
     assert counters(s1) == {"smr-switches": 3, "requests-sent": 7}
     ends = endpoints(["n1", "n2", "n1"], s0, s1)  # a node in two flows: once
     assert set(ends) == {"n1", "n2"}
     assert ends["n1"]["counters"] == {"smr-switches": 2}
-    assert ends["n1"]["multipath"] == [{"dst": "10.42.0.2", "role": "primary"}]
+    assert ends["n1"]["multipath"] == [primary]
     assert ends["n1"]["cached_paths"] == 1
     assert ends["n2"] == {"counters": {"requests-sent": 1}, "multipath": [], "cached_paths": 0}
 

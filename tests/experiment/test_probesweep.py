@@ -4,7 +4,6 @@ the report's sweep (Holland & Vaidya Fig. 12) from hand-made run JSONs. No netns
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -79,29 +78,23 @@ def test_probe_variants_alone_on_peers_run_nothing():
     assert "listed twice" in refused(base(proxies=["elfn-probe2", "elfn-probe2"]))
 
 
-def test_the_interval_reaches_the_lab_proxy_config(tmp_path, monkeypatch):
-    monkeypatch.delenv(stacks.PROXY_EXTRA_ENV, raising=False)
-    sp = S.spec_from_dict(base(proxies=["plain", "elfn-probe0.5"]))
+def test_the_interval_reaches_the_lab_proxy_config():
+    sp = S.spec_from_dict({**base(proxies=["plain", "elfn-probe0.5"]),
+                           "proxy_config": {"partition_timeout": 60, "probe_interval": 9}})  # fmt: skip
     plain, probe = sp.runs()
-    with execute.proxy_env(sp, plain, tmp_path) as got:
-        assert got is None and stacks.PROXY_EXTRA_ENV not in os.environ
-    # a config the user gave is kept; the variant's fields win
-    user = tmp_path / "mine.yaml"
-    user.write_text("partition_timeout: 60\nprobe_interval: 9\n")
-    monkeypatch.setenv(stacks.PROXY_EXTRA_ENV, str(user))
-    with execute.proxy_env(sp, probe, tmp_path) as got:
-        assert got == {"partition_timeout": 60, "probe": "fixed", "probe_interval": 0.5}
-        extra = stacks.proxy_extra_from_env()
-        cfg = parse_config(stacks.proxy_config("mkx1", "n1", "elfn", True, extra), "test")
-        assert (cfg.mode, cfg.probe, cfg.probe_interval) == ("elfn", "fixed", 0.5)
-        assert cfg.partition_timeout == 60
-    assert os.environ[stacks.PROXY_EXTRA_ENV] == str(user)  # restored
+    assert execute.run_proxy_config(sp, plain) == {"partition_timeout": 60, "probe_interval": 9}
+    # the spec's fields are kept; the variant's win
+    got = execute.run_proxy_config(sp, probe)
+    assert got == {"partition_timeout": 60, "probe": "fixed", "probe_interval": 0.5}
+    cfg = parse_config(stacks.proxy_config("mkx1", "n1", "elfn", True, got), "test")
+    assert (cfg.mode, cfg.probe, cfg.probe_interval) == ("elfn", "fixed", 0.5)
+    assert cfg.partition_timeout == 60
+    assert execute.run_proxy_config(S.spec_from_dict(base(proxies=["plain"])), plain) is None
 
 
 def test_run_one_brings_the_lab_up_with_the_variant(tmp_path, monkeypatch):
-    """run_one's lab up sees proxy elfn and the interval in the environment (the lab
+    """run_one's lab up gets proxy elfn and the interval in its proxy config (the lab
     itself is faked: it stops the run right there)."""
-    monkeypatch.delenv(stacks.PROXY_EXTRA_ENV, raising=False)
     sp = S.spec_from_dict(base(proxies=["elfn-probe10"]))
     (run,) = sp.runs()
     seen: dict = {}
@@ -109,9 +102,9 @@ def test_run_one_brings_the_lab_up_with_the_variant(tmp_path, monkeypatch):
     class Stop(Exception):
         pass
 
-    def fake_up(path, *, name, overrides, timeout):
+    def fake_up(path, *, name, overrides, timeout, proxy_config):
         seen["overrides"] = overrides
-        seen["extra"] = stacks.proxy_extra_from_env()
+        seen["extra"] = proxy_config
         raise Stop
 
     monkeypatch.setattr(execute.nodes, "up", fake_up)
@@ -120,7 +113,6 @@ def test_run_one_brings_the_lab_up_with_the_variant(tmp_path, monkeypatch):
         execute.run_one(sp, run, tmp_path / "work")
     assert seen["overrides"]["proxy"] == "elfn"
     assert seen["extra"] == {"probe": "fixed", "probe_interval": 10.0}
-    assert stacks.PROXY_EXTRA_ENV not in os.environ
 
 
 # --- the report ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from manetkit.experiment import snapshots as S
+from tests.helpers.statuses import neighbour, status_wire
 
 
 def kernel_node(routes: list[dict], neigh: list[dict] | None = None) -> dict:
@@ -45,11 +46,13 @@ def test_a_peer_route_is_walked_hop_by_hop_through_the_kernel_tables():
 
 
 def test_a_dsr_source_route_is_the_path_and_its_next_hop_is_the_daemons_neighbour():
-    status = {
-        "neighbours": [{"address": "10.42.0.2", "up": True}, {"address": "10.42.0.9", "up": False}],
-        "engine": {"paths": [{"dst": "10.42.0.4", "next_hop": "10.42.0.2",
-                              "path": ["10.42.0.1", "10.42.0.2", "10.42.0.3", "10.42.0.4"]}]},
-    }  # fmt: skip
+    path = ["10.42.0.1", "10.42.0.2", "10.42.0.3", "10.42.0.4"]
+    status = status_wire(
+        "dsr",
+        neighbours=[neighbour("10.42.0.2"), neighbour("10.42.0.9", up=False)],
+        engine={"paths": [{"dst": "10.42.0.4", "next_hop": "10.42.0.2", "hops": 3,
+                           "path": path, "age_s": 1.0, "idle_s": 1.0}]},
+    )  # fmt: skip
     snap = {"time": 5.0, "stack": "dsr", "nodes": {"n1": {"route": [], "neigh": [],
                                                           "daemon": status}}}  # fmt: skip
     got = S.summarise(snap, [("n1", "n4"), ("n1", "n7")])["pairs"]
@@ -60,10 +63,11 @@ def test_a_dsr_source_route_is_the_path_and_its_next_hop_is_the_daemons_neighbou
 
 def test_an_aodv_route_is_walked_through_each_daemons_table():
     def aodv(*routes: tuple[str, str, str]) -> dict:
-        return {"route": [], "neigh": [], "daemon": {
-            "neighbours": [{"address": f"10.42.0.{n[1:]}", "up": True} for _, n, _ in routes],
-            "engine": {"routes": [{"dst": f"10.42.0.{d[1:]}", "next_hop": f"10.42.0.{n[1:]}",
-                                   "state": s} for d, n, s in routes]}}}  # fmt: skip
+        rows = [{"dst": f"10.42.0.{d[1:]}", "next_hop": f"10.42.0.{n[1:]}", "hops": 1,
+                 "state": s, "lifetime_s": 3.0} for d, n, s in routes]  # fmt: skip
+        nbs = [neighbour(f"10.42.0.{n[1:]}") for _, n, _ in routes]
+        return {"route": [], "neigh": [],
+                "daemon": status_wire("aodv", neighbours=nbs, engine={"routes": rows})}  # fmt: skip
 
     snap = {"time": 5.0, "stack": "aodv", "nodes": {
         "n1": aodv(("n3", "n2", "valid")), "n2": aodv(("n3", "n3", "valid")), "n3": aodv(),
@@ -93,3 +97,10 @@ def test_a_snapshot_is_kept_compressed_and_reads_back(tmp_path: Path):
     snap = {"time": 1.0, "stack": "babeld", "nodes": {"n1": kernel_node([])}}
     path = S.save(snap, tmp_path / "runs" / "x" / "snapshot-start.json.gz")
     assert path.read_bytes()[:2] == b"\x1f\x8b" and S.load(path) == snap
+
+
+def test_an_error_record_is_no_status():
+    snap = {"time": 5.0, "stack": "dsr",
+            "nodes": {"n1": {"route": [], "neigh": [], "daemon": {"error": "TimeoutError"}}}}  # fmt: skip
+    got = S.summarise(snap, [("n1", "n2")])["pairs"]["n1-n2"]
+    assert got["route"] is False and got["next_hop_up"] is None

@@ -13,7 +13,6 @@ from manetkit.experiment import execute
 from manetkit.experiment import spec as S
 from manetkit.experiment.plugins import Connection, RunContext
 from manetkit.experiment.plugins.flap import Flap, after_route, route_returns
-from manetkit.lab import stacks
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,19 +94,16 @@ def test_the_flap_plugin_times_each_restoration_of_the_first_flow() -> None:
 def test_the_flap_specs_load_and_give_each_break_length_its_partition_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(stacks.PROXY_EXTRA_ENV, raising=False)
     flap = S.load_spec(REPO / "configs" / "experiments" / "flap.yaml")
     assert [r.proxy for r in flap.runs()] == ["none", "fixed-rto", "elfn", "bus"]
     breaks = S.load_spec(REPO / "configs" / "experiments" / "flap-breaks.yaml")
     run = next(r for r in breaks.runs() if r.traffic == "breaks30" and r.proxy == "elfn")
-    with execute.proxy_env(breaks, run, tmp_path) as doc:
-        assert doc == {"partition_timeout": 60}
-        assert stacks.proxy_extra_from_env() == {"partition_timeout": 60}
+    assert execute.run_proxy_config(breaks, run) == {"partition_timeout": 60}
     # an ELFN probe variant adds its interval over the spec's and the traffic's fields
     sweep = S.spec_from_dict({**_raw(REPO / "configs" / "experiments" / "flap.yaml"),
                               "proxies": ["elfn-probe2"]})  # fmt: skip
-    with execute.proxy_env(sweep, sweep.runs()[0], tmp_path) as doc:
-        assert doc == {"partition_timeout": 33, "probe": "fixed", "probe_interval": 2.0}
+    got = execute.run_proxy_config(sweep, sweep.runs()[0])
+    assert got == {"partition_timeout": 33, "probe": "fixed", "probe_interval": 2.0}
 
 
 def _raw(path: Path) -> dict:

@@ -6,11 +6,14 @@ must execute nothing, so these tests need no Wi-Fi and no root.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.statuses import neighbour, status_wire
 
 KIT = Path(__file__).resolve().parents[2] / "field-tests"
 SCRIPTS = ["ibss-up", "ibss-down", "node-up", "node-down", "collect", "report"]
@@ -225,10 +228,11 @@ def fake_run(folder: Path, node: str, samples: list[str]) -> None:
     (folder / "meta.txt").write_text(f"node={node}\ninterface=wlan0\nevery=1\n")
     stations = "".join(f"=== sample {i} {1000 + i}.5\n{s}" for i, s in enumerate(samples))
     (folder / "stations.txt").write_text(stations)
+    route = {"dst": "10.42.0.3", "next_hop": "10.42.0.2", "hops": 2, "state": "valid",
+             "lifetime_s": 3.0}  # fmt: skip
+    st = status_wire("aodv", neighbours=[neighbour("10.42.0.2")], engine={"routes": [route]})
     status = "".join(
-        f"=== sample {i} {1000 + i}.5\n"
-        + '{"neighbours": [{"address": "10.42.0.2"}], "routes": []}\n'
-        for i in range(len(samples))
+        f"=== sample {i} {1000 + i}.5\n" + json.dumps(st) + "\n" for i in range(len(samples))
     )
     (folder / "status.jsonl").write_text(status)
 
@@ -240,11 +244,9 @@ def test_report_summarises_and_plots(tmp_path):
     subprocess.run(["tar", "czf", "run-a.tar.gz", "run-a"], cwd=tmp_path, check=True)
     done = run("report", str(tmp_path / "run-a.tar.gz"), "--out", str(tmp_path / "rep"))
     assert done.returncode == 0, done.stderr
-    import json
-
     (summary,) = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert summary["node"] == "a" and summary["samples"] == 3 and summary["bad_samples"] == 1
-    assert summary["mean_neighbours"] == 1.0
+    assert summary["mean_neighbours"] == 1.0 and summary["mean_routes"] == 1.0
     link = summary["links"]["02:00:00:00:00:00"]
     assert link["samples"] == 2 and link["present"] == pytest.approx(2 / 3, abs=0.001)
     assert link["signal_min"] == link["signal_max"] == -30.0

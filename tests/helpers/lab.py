@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 
 from manetkit import jsonlines, paths
-from manetkit.jsonlines import request
+from manetkit.daemonstatus import DaemonStatus, fetch_status
+from manetkit.lab.medium.control import control as medium_control
 from manetkit.procs import wait_for
 
 __all__ = [
-    "REPO", "SCENARIOS", "EventLog", "manetkit", "nsexec", "nspopen", "ping_ok", "status",
-    "unique_lab", "wait_for", "wait_ping", "write_scenario",
+    "REPO", "SCENARIOS", "EventLog", "air_quiet", "listening", "manetkit", "nsexec", "nspopen",
+    "ping_ok", "status", "unique_lab", "wait_for", "wait_ping", "write_scenario",
 ]  # fmt: skip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +67,22 @@ def nspopen(lab: str, node: str, *cmd: str) -> subprocess.Popen[str]:
     )
 
 
-def status(lab: str, node: str) -> dict:
-    return request(paths.daemon_socket(lab, node), {"cmd": "status"})["status"]
+def status(lab: str, node: str) -> DaemonStatus:
+    """The node's daemon status (:func:`manetkit.daemonstatus.fetch_status`)."""
+    return fetch_status(paths.daemon_socket(lab, node))
+
+
+def air_quiet(lab: str) -> bool:
+    """Every frame the lab's medium took has ended (delivered, failed after its retries
+    or dropped at a full queue) and none waits: nothing is left on the air."""
+    m = medium_control(lab, {"cmd": "stats"})["medium"]
+    ended = m["broadcast"] + m["unicast_ok"] + m["unicast_failed"] + m["queue_drops"]
+    return m["queued"] == 0 and m["frames_in"] == ended
+
+
+def listening(lab: str, node: str, port: int) -> bool:
+    """A TCP socket listens on ``port`` in ``node``."""
+    return f":{port} " in nsexec(lab, node, "ss", "-Hltn").stdout
 
 
 def ping_ok(lab: str, src: str, dst_addr: str, count: int = 1, wait: float = 3) -> bool:

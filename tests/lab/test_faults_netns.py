@@ -27,7 +27,7 @@ from collections.abc import Callable
 import pytest
 
 from manetkit.lab.nodes import radio_ready
-from manetkit.lab.stacks import PROXY_EXTRA_ENV, daemon_ready, proxy_ready
+from manetkit.lab.stacks import daemon_ready, proxy_ready
 from tests.helpers.faults import LabProcs, Transfer, leftovers, ns_run, verdict
 from tests.helpers.lab import SCENARIOS, wait_for, wait_ping
 
@@ -95,10 +95,10 @@ def test_faults_during_transfers(lab_factory, tmp_path, record_property, monkeyp
     # partition timeout: 10 s instead of 30 keeps the test short.
     extra = tmp_path / "proxy-extra.yaml"
     extra.write_text("partition_timeout: 10\n")
-    monkeypatch.setenv(PROXY_EXTRA_ENV, str(extra))
     lab = lab_factory(
         SCENARIOS / "chain-4.yaml", "--stack", stack, "--proxy", "elfn",
-        "--set", "radio.rate_mbps=11", "--radios", "process", prefix="ft",
+        "--set", "radio.rate_mbps=11", "--radios", "process", "--proxy-config", str(extra),
+        prefix="ft",
     )  # fmt: skip
     procs = LabProcs(lab)
     outcomes: list[str] = []

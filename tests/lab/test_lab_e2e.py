@@ -24,7 +24,14 @@ from manetkit import jsonlines, paths, procs, radioevents
 from manetkit.lab import netns, nodes, radio
 from manetkit.lab.medium import protocol
 from manetkit.macaddr import format_mac
-from tests.helpers.lab import SCENARIOS, manetkit, unique_lab, wait_for
+from tests.helpers.lab import (
+    SCENARIOS,
+    air_quiet,
+    listening,
+    manetkit,
+    unique_lab,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -89,7 +96,7 @@ def write_scenario(tmp_path: Path, name: str, data: dict) -> Path:
 def test_chain_range_broadcast_and_walk_away(lab_factory):
     lab = lab_factory(SCENARIOS / "chain-5.yaml")  # n1..n5, 200 m apart
     setup_ip(lab, 5)
-    time.sleep(0.3)  # let frames sent before IPv6 went off leave the air
+    wait_for(lambda: air_quiet(lab), what="frames sent before IPv6 went off to leave the air")
 
     # One broadcast frame from n2 reaches n1 and n3 (200 m) and nobody else (400, 600 m).
     before = {k: stations(lab, f"n{k}").get(mac(2), {}).get("rx_packets", 0) for k in (1, 3, 4, 5)}
@@ -100,7 +107,7 @@ def test_chain_range_broadcast_and_walk_away(lab_factory):
         ),
         what="the broadcast at n1 and n3",
     )
-    time.sleep(0.2)
+    wait_for(lambda: air_quiet(lab), what="the broadcast's end (its last receiver)")
     after = {k: stations(lab, f"n{k}").get(mac(2), {}).get("rx_packets", 0) for k in (1, 3, 4, 5)}
     assert after[1] - before[1] == 1 and after[3] - before[3] == 1
     assert mac(2) not in stations(lab, "n4") and mac(2) not in stations(lab, "n5")
@@ -176,7 +183,7 @@ def test_received_power_follows_two_ray_ground(lab_factory, tmp_path):
     for k in range(2, 6):
         netns.run(ns(lab, f"n{k}"), ["python3", "-c", SEND_BROADCAST, "3"])
     wait_for(lambda: len(stations(lab, "n1")) >= 3, what="n1 to hear n2..n4")
-    time.sleep(0.2)
+    wait_for(lambda: air_quiet(lab), what="every broadcast's end")
     table = stations(lab, "n1")
     for node, d in dist.items():
         k = int(node[1:])
@@ -202,7 +209,8 @@ def _iperf_pair(lab: str, pairs: list[tuple[int, int]], seconds: int) -> list[fl
         for _s, d in pairs
     ]  # fmt: skip
     try:
-        time.sleep(0.3)  # both servers listening (a refused client is retried below)
+        for _s, d in pairs:
+            wait_for(lambda d=d: listening(lab, f"n{d}", 5201), what=f"iperf3 -s in n{d}")
         clients = []
         for s, d in pairs:
             argv = ["iperf3", "-c", addr(d), "-t", str(seconds), "-J", "--connect-timeout", "3000"]

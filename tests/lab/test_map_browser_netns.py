@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -80,8 +79,16 @@ def test_map_draws_the_chain_and_its_route_and_follows_a_move(lab_factory, tmp_p
             30,
             "the route n1 -> n5 redrawn through n3 to n5's new place",
         )
-        time.sleep(0.5)  # one interpolation period: the polyline reaches n5's new place
-        after = _points(driver, "n1", "n5")
+        # The page interpolates positions: the polyline has reached n5's new place once
+        # two drawings in a row leave it where it is.
+        last: list[str | None] = [None]
+
+        def still() -> str | None:
+            now = _points(driver, "n1", "n5")
+            prev, last[0] = last[0], now
+            return now if now == prev and now != before else None
+
+        after = wait_for(still, 10, "the route's polyline to stop moving", 0.2)
         assert after != before and len(after.split()) == 4
         driver.save_screenshot(str(tmp_path / "map-chain5-moved.png"))
         assert (tmp_path / "map-chain5-moved.png").stat().st_size > 10_000

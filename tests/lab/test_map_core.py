@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from manetkit.daemonstatus import DaemonStatus
 from manetkit.lab.map.core import (
     LabInfo,
     MapCore,
@@ -17,6 +18,7 @@ from manetkit.lab.map.core import (
     ReadRoutes,
 )
 from manetkit.lab.medium.lag import LagRecorder
+from tests.helpers.statuses import make_status, neighbour
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
 
@@ -53,28 +55,44 @@ def chain_links() -> dict:
 
 
 def daemon_status(
-    node: str, neighbours=(), paths=(), routes=(), originated=None, delivered=None, protocol="dsr"
-):
-    eng: dict = {"protocol": protocol}
+    node: str,
+    neighbours=(),
+    paths=(),
+    routes=(),
+    originated=None,
+    delivered=None,
+    protocol="dsr",
+    multipath=(),
+) -> DaemonStatus:
+    eng: dict = {}
     if protocol in ("dsr", "smr"):
         eng["paths"] = [
-            {"dst": addr(p[-1]), "path": [addr(x) for x in p], "idle_s": idle, "age_s": 1.0}
+            {"dst": addr(p[-1]), "next_hop": addr(p[1]), "hops": len(p) - 1,
+             "path": [addr(x) for x in p], "idle_s": idle, "age_s": 1.0}
             for p, idle in paths
-        ]
+        ]  # fmt: skip
+        if protocol == "smr":
+            eng["multipath"] = [
+                {"dst": addr(p[-1]), "role": role, "hops": len(p) - 1, "age_s": 1.0,
+                 "path": [addr(x) for x in p]}
+                for role, p in multipath
+            ]  # fmt: skip
     else:
         eng["routes"] = [
-            {"dst": addr(d), "next_hop": addr(nh), "hops": 1, "state": "valid", "precursors": []}
+            {"dst": addr(d), "next_hop": addr(nh), "hops": 1, "state": "valid",
+             "lifetime_s": 3.0, "precursors": []}
             for d, nh in routes
-        ]
-    return {
-        "address": addr(node),
-        "neighbours": [{"address": addr(n), "up": up, "signal_dbm": -60.5} for n, up in neighbours],
-        "engine": eng,
-        "flows": {
+        ]  # fmt: skip
+    return make_status(
+        protocol,
+        addr(node),
+        neighbours=[neighbour(addr(n), up, -60.5) for n, up in neighbours],
+        engine=eng,
+        flows={
             "originated": {addr(k): v for k, v in (originated or {}).items()},
             "delivered": {addr(k): v for k, v in (delivered or {}).items()},
         },
-    }
+    )
 
 
 def open_page(core: MapCore, now: float = 0.0) -> list:
@@ -212,11 +230,8 @@ def test_dsr_path_is_the_cached_route_used_last_and_a_prefix_counts():
 
 def test_smr_primary_and_backup():
     core = MapCore(LabInfo("lt", NODES, stack="smr"))
-    st = daemon_status("n1", protocol="smr")
-    st["engine"]["multipath"] = [
-        {"dst": addr("n5"), "role": "primary", "path": [addr(x) for x in ("n1", "n2", "n5")]},
-        {"dst": addr("n5"), "role": "backup", "path": [addr(x) for x in ("n1", "n3", "n4", "n5")]},
-    ]
+    multipath = [("primary", ("n1", "n2", "n5")), ("backup", ("n1", "n3", "n4", "n5"))]
+    st = daemon_status("n1", protocol="smr", multipath=multipath)
     core.node_read(1.0, "n1", st, None)
     p = core.path("n1", "n5")
     assert p["path"] == ["n1", "n2", "n5"] and p["backups"] == [["n1", "n3", "n4", "n5"]]

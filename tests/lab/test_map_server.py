@@ -17,6 +17,7 @@ from manetkit.lab.map.server import MapServer
 from manetkit.lab.map.sources import LabSource
 from manetkit.lab.medium.lag import LagRecorder
 from tests.helpers.lab import manetkit
+from tests.helpers.statuses import neighbour, status_wire
 
 N = 50
 NODES = tuple(f"n{i}" for i in range(1, N + 1))
@@ -62,17 +63,15 @@ class FakeMedium:
 
 
 def fake_status(node: str) -> dict:
-    return {
-        "address": f"10.42.0.{node[1:]}",
-        "neighbours": [
-            {"address": "10.42.0.2" if node == "n1" else "10.42.0.1", "up": True, "signal_dbm": -60}
-        ],
-        "engine": {
-            "protocol": "dsr",
-            "paths": [{"dst": "10.42.0.3", "path": ["10.42.0.1", "10.42.0.2", "10.42.0.3"]}],
-        },
-        "flows": {"originated": {}, "delivered": {}},
-    }
+    other = "10.42.0.2" if node == "n1" else "10.42.0.1"
+    path = ["10.42.0.1", "10.42.0.2", "10.42.0.3"]
+    return status_wire(
+        "dsr",
+        f"10.42.0.{node[1:]}",
+        neighbours=[neighbour(other)],
+        engine={"paths": [{"dst": "10.42.0.3", "next_hop": "10.42.0.2", "hops": 2,
+                           "path": path, "age_s": 1.0, "idle_s": 0.5}]},
+    )  # fmt: skip
 
 
 async def _scenario(tmp: Path) -> dict:

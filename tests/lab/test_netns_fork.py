@@ -72,14 +72,19 @@ def test_a_childs_signal_does_not_reach_the_parents_asyncio_loop():
     async def main() -> int:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, got.append, "parent's callback")
+        barrier = asyncio.Event()
+        loop.add_signal_handler(signal.SIGUSR1, barrier.set)
         try:
             code = fork_and_signal(signal.SIGTERM)
-            for _ in range(20):  # what the child wrote is already in the self-pipe
-                await asyncio.sleep(0)
-            await asyncio.sleep(0.05)
+            # The loop dispatches the signals of its self-pipe in order: once our own
+            # SIGUSR1, sent after the child ended, is handled, anything the child wrote
+            # there was handled before it.
+            os.kill(os.getpid(), signal.SIGUSR1)
+            await asyncio.wait_for(barrier.wait(), 5)
             return code
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
+            loop.remove_signal_handler(signal.SIGUSR1)
 
     assert asyncio.run(main()) == -signal.SIGTERM
     assert got == []

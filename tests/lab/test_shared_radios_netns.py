@@ -55,6 +55,7 @@ def starved(pid: int, run_s: float = 0.01, stop_s: float = 0.04) -> Iterator[Non
 
     def cycle() -> None:
         while not done.is_set():
+            # the sleeps are the starvation under test (a duty cycle), not a wait
             os.kill(pid, signal.SIGSTOP)
             time.sleep(stop_s)
             os.kill(pid, signal.SIGCONT)

@@ -32,6 +32,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 
 from manetkit import paths
+from manetkit.daemonstatus import DaemonStatus, DsrStatus
 from manetkit.lab.medium.control import control
 from manetkit.lab.medium.groundtruth import read_log
 from tests.helpers import tshark
@@ -58,10 +59,12 @@ def _break_wall(lab: str, relay: str, after: float) -> float | None:
 
 def _relay_in_use(lab: str) -> str:
     """The relay of n1's cached 2-hop path to n4 that its packets used last."""
-    paths_ = [p for p in status(lab, "n1")["engine"]["paths"] if p["dst"] == DST and p["hops"] == 2]
+    engine = status(lab, "n1").engine
+    assert isinstance(engine, DsrStatus)
+    paths_ = [p for p in engine.paths if p.dst == DST and p.hops == 2]
     assert paths_, "n1 has no 2-hop path to n4"
-    used = min(paths_, key=lambda p: p["idle_s"])
-    return {v: k for k, v in RELAYS.items()}[used["next_hop"]]
+    used = min(paths_, key=lambda p: p.idle_s)
+    return {v: k for k, v in RELAYS.items()}[used.next_hop]
 
 
 def _first_hops(pcap) -> list[tuple[float, str]]:
@@ -99,7 +102,8 @@ def _walk(lab_factory, tmp_path, atra: bool):
         wait_for(lambda c=c: "listening" in c.stdout.readline(), 10, f"tcpdump on {what}")
     client = nspopen(lab, "n1", "iperf3", "-c", DST, "-t", "16", "-l", "1000")
     try:
-        time.sleep(3.0)  # a running transfer (real time, not a protocol timer)
+        # the transfer in steady state before the walk: the experiment's design, no event
+        time.sleep(3.0)
         relay = _relay_in_use(lab)
         t_walk = time.time()
         # away from the line, on the side opposite the relay that stays (n2 y=0, n3 y=-60)
@@ -122,9 +126,9 @@ def _walk(lab_factory, tmp_path, atra: bool):
     ]
     window = [t for t in arrivals if t_walk - 1 <= t <= t_break + 6]
     gaps = [b - a for a, b in zip(window, window[1:], strict=False)]
-    engine = status(lab, "n1")["engine"]
+    st = status(lab, "n1")
     stays = "10.42.0.3" if relay == "n2" else "10.42.0.2"
-    return Walk(log, log4, t_walk, t_break, max(gaps, default=99.0), window, engine, RELAYS[relay],
+    return Walk(log, log4, t_walk, t_break, max(gaps, default=99.0), window, st, RELAYS[relay],
                 stays, radio)  # fmt: skip
 
 
@@ -136,7 +140,7 @@ class Walk:
     t_break: float
     stall: float  # the longest gap in the data n4 received around the break
     window: list[float]
-    engine: dict  # n1's engine status at the end
+    status: DaemonStatus  # n1's daemon status at the end
     walker: str  # the relay that walked away (address)
     stays: str  # the relay that stayed
     radio: object  # n1's radio0 pcap
@@ -178,7 +182,7 @@ def test_rfp_switches_before_the_break_without_a_stall(
     assert not late, f"{len(late)} data frames over the walker after the break"
     assert w.window and w.window[-1] > w.t_break + 3, "the transfer stopped after the walk"
     assert w.stall < 0.5
-    assert w.engine["atra"]["predictions"] >= 1
+    assert w.status.atra is not None and w.status.atra.predictions >= 1
 
 
 def test_without_rfp_the_source_learns_of_the_break_when_it_happens(
@@ -188,9 +192,9 @@ def test_without_rfp_the_source_learns_of_the_break_when_it_happens(
     dropped the link). In this 4-node lab a normal break costs only a few hundred ms
     (802.11 retries at 2 Mbit/s, then n3's route): recorded, not asserted."""
     w = _walk(lab_factory, tmp_path, atra=False)
-    log, t_walk, t_break, stall, engine = w.log, w.t_walk, w.t_break, w.stall, w.engine
+    log, t_walk, t_break, stall, st = w.log, w.t_walk, w.t_break, w.stall, w.status
     assert not log.named("predicted-failure")
-    assert "atra" not in engine
+    assert st.atra is None
     down = [e for e in log.named("route-down") if e["time"] >= t_walk and e["dst"] == DST]
     assert down, f"n1 saw no route-down; events: {log.events[-10:]}"
     # the ground truth is sampled every 100 ms: the break is no later than t_break

@@ -16,10 +16,7 @@ def test_chain5_ping_http_iperf(lab_factory, protocol, tmp_path, record_property
     lab = lab_factory(SCENARIOS / "chain-5.yaml", "--stack", protocol, prefix=f"s{protocol[0]}")
     # Every daemon answers and hears exactly its chain neighbours.
     wait_for(
-        lambda: (
-            {n["address"] for n in status(lab, "n3")["neighbours"] if n["up"]}
-            == {"10.42.0.2", "10.42.0.4"}
-        ),
+        lambda: status(lab, "n3").up_neighbours() == {"10.42.0.2", "10.42.0.4"},
         10,
         "n3's neighbours n2 and n4",
     )
@@ -72,6 +69,6 @@ def test_chain5_ping_http_iperf(lab_factory, protocol, tmp_path, record_property
     assert kbps > 20, res["end"]
     # The middle nodes forwarded in userspace and nothing arrived malformed.
     for n in ("n2", "n3", "n4"):
-        dp = status(lab, n)["counters"]["dataplane"]
+        dp = status(lab, n).counters.dataplane
         assert dp["rx_frames"] > 100 and dp["tx_frames"] > 100
         assert dp["malformed_ipv4"] == dp["malformed_short"] == 0

@@ -37,10 +37,10 @@ def test_relay_walks_away_traffic_resumes(lab_factory, protocol, tmp_path, recor
     )
     lab = lab_factory(scen, "--stack", protocol, prefix=f"r{protocol[0]}")
     wait_ping(lab, "n1", "10.42.0.4", timeout=30)
-    before = {n: status(lab, n)["counters"]["dataplane"]["tx_frames"] for n in ("n2", "n3")}
+    before = {n: status(lab, n).counters.dataplane["tx_frames"] for n in ("n2", "n3")}
     nsexec(lab, "n1", "ping", "-c", "10", "-i", "0.1", "-W", "2", "10.42.0.4", check=False)
     used = max(
-        ("n2", "n3"), key=lambda n: status(lab, n)["counters"]["dataplane"]["tx_frames"] - before[n]
+        ("n2", "n3"), key=lambda n: status(lab, n).counters.dataplane["tx_frames"] - before[n]
     )
 
     ping = nspopen(lab, "n1", "ping", "-D", "-i", "0.1", "-w", "16", "10.42.0.4")
@@ -96,12 +96,12 @@ def test_partition_and_heal_delivers_buffered_packets(
         move(lab, "n1", -2000, 0)
         # n1's link sensing declares n2 gone (its hysteresis), so n1 has no route now.
         wait_for(
-            lambda: not any(n["up"] for n in status(lab, "n1")["neighbours"]),
+            lambda: not status(lab, "n1").up_neighbours(),
             15,
             "n1 to lose its neighbour",
         )
         nsexec(lab, "n1", "python3", "-c", SENDER, "5")
-        buffered = status(lab, "n1")["send_buffer"]["packets"]
+        buffered = status(lab, "n1").send_buffer.packets
         t_heal = time.monotonic()
         move(lab, "n1", 0, 0)
         got = []

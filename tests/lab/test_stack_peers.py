@@ -423,16 +423,18 @@ def test_peer_stack_reroutes_around_a_cut_link(lab_factory, record_property, sta
     # them by itself (CI saw babeld on the other rail at once, then back on the cut
     # one), so the route counts as moved once it held the other rail for 3 s.
     since: float | None = None
-    while True:
+
+    def settled() -> bool:
+        nonlocal since
         now = time.monotonic()
-        if gateway() == other:
-            since = now if since is None else since
-            if now - since >= 3:
-                break
-        else:
+        if gateway() != other:
             since = None
-        assert now - t0 < 40, f"n1's route to n6 did not settle via {other} in 40 s"
-        time.sleep(0.2)
+            return False
+        since = now if since is None else since
+        return now - since >= 3
+
+    wait_for(settled, 40, f"n1's route to n6 to settle via {other}", 0.2)
+    assert since is not None
     record_property("reroute_s", round(since - t0, 2))
     print(
         f"{stack}: n1 -> n6 moved from {first} to {other} for good {since - t0:.1f} s after the cut"

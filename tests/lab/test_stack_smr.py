@@ -18,6 +18,7 @@ import time
 import pytest
 from scapy.utils import rdpcap
 
+from manetkit.daemonstatus import SmrRoute, SmrStatus
 from manetkit.lab.medium.control import control
 from tests.helpers import tshark
 from tests.helpers.dsrframes import hop_list
@@ -36,8 +37,10 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow]
 DST = "10.42.0.6"
 
 
-def routes(lab: str) -> list[dict]:
-    return [r for r in status(lab, "n1")["engine"]["multipath"] if r["dst"] == DST]
+def routes(lab: str) -> list[SmrRoute]:
+    engine = status(lab, "n1").engine
+    assert isinstance(engine, SmrStatus)
+    return [r for r in engine.multipath if r.dst == DST]
 
 
 def test_primary_cut_moves_tcp_to_backup(lab_factory, tmp_path, record_property) -> None:
@@ -49,7 +52,7 @@ def test_primary_cut_moves_tcp_to_backup(lab_factory, tmp_path, record_property)
         return len(routes(lab)) == 2
 
     wait_for(two_routes, 30, "n1 holding a primary and a backup to n6")
-    primary, backup = (r["path"] for r in routes(lab))
+    primary, backup = (r.path for r in routes(lab))
     assert set(primary[1:-1]).isdisjoint(backup[1:-1]), (primary, backup)
     a, b = (f"n{p.rsplit('.', 1)[1]}" for p in primary[:2])
 
@@ -64,8 +67,9 @@ def test_primary_cut_moves_tcp_to_backup(lab_factory, tmp_path, record_property)
     wait_for(lambda: "listening" in cap.stdout.readline(), 10, "tcpdump on n1's radio0")
     client = nspopen(lab, "n1", "iperf3", "-c", DST, "-t", "8", "-i", "0.5", "-J")
     try:
-        time.sleep(3.0)  # a running transfer (real time, not a protocol timer)
-        requests_before = status(lab, "n1")["engine"]["counters"].get("requests-sent", 0)
+        # the transfer in steady state before the cut: the experiment's design, no event
+        time.sleep(3.0)
+        requests_before = status(lab, "n1").engine.counters.get("requests-sent", 0)
         t_cut = time.time()
         control(lab, {"cmd": "link", "a": a, "b": b, "state": "down"})
         out, _ = client.communicate(timeout=30)
@@ -106,10 +110,10 @@ def test_primary_cut_moves_tcp_to_backup(lab_factory, tmp_path, record_property)
     )
     assert took < 0.2
     assert moved < 0.2
-    st = status(lab, "n1")["engine"]
-    assert st["counters"].get("requests-sent", 0) == requests_before, "n1 asked for a route"
-    assert st["counters"]["smr-discoveries-avoided"] >= 1
+    counters = status(lab, "n1").engine.counters
+    assert counters.get("requests-sent", 0) == requests_before, "n1 asked for a route"
+    assert counters["smr-discoveries-avoided"] >= 1
     report = json.loads(out)
     late = [i["sum"]["bytes"] for i in report["intervals"] if i["sum"]["start"] >= 4.0]
     assert sum(late) > 0, "no TCP bytes moved after the cut"
-    assert [r["path"] for r in routes(lab)] == [backup]
+    assert [r.path for r in routes(lab)] == [backup]

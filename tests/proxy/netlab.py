@@ -15,13 +15,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import yaml
 
 from manetkit.events import Event, to_wire
 from manetkit.jsonlines import request
+from manetkit.procs import wait_for
 
 CLIENT_IP = "10.42.1.1"
 SERVER_IP = "10.42.2.1"
@@ -30,16 +30,6 @@ SERVER_IP = "10.42.2.1"
 def sh(*cmd: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
     return subprocess.run(full, check=check, capture_output=True, text=True)
-
-
-def wait_for(cond, timeout: float, what: str, step: float = 0.05):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class FakeDaemon:

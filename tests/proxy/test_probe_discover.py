@@ -12,6 +12,7 @@ from ipaddress import IPv4Address
 
 from manetkit.daemon.eventsocket import EventServer
 from manetkit.events import RouteDown, RouteUp
+from manetkit.procs import wait_for_async
 from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.relay import Relay
 from manetkit.proxy.server import Proxy
@@ -40,9 +41,9 @@ def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
         events = asyncio.create_task(proxy.daemon.run())
         relay = None
         try:
-            async with asyncio.timeout(5):
-                while not (proxy.daemon_connected and srv.subscribers):
-                    await asyncio.sleep(0.01)
+            await wait_for_async(
+                lambda: proxy.daemon_connected and srv.subscribers, 5, "the proxy subscribed"
+            )
             p = Pair()
             p.write(p.i, 10)
             p.settle()
@@ -50,8 +51,8 @@ def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
             # FLOWING: no probe is due, a timer that fires does nothing.
             assert relay.policy.get_timer() is None
             relay.on_timer()
-            await asyncio.sleep(0.05)
-            assert not asked and proxy.daemon.counters["discover_requests"] == 0
+            # nothing sent: the client counts a request as it writes it
+            assert proxy.daemon.counters["discover_requests"] == 0 and not asked
             relay.on_route_event(RouteDown(dst=str(PEER), reason="link-broken"))
             assert p.si.state is State.FROZEN and relay.policy.frozen_by == "route-down"
             due = relay.policy.get_timer()
@@ -66,9 +67,9 @@ def test_probe_while_frozen_sends_discover_to_the_daemon(tmp_path):
             assert nxt is not None and nxt > due  # still frozen: the next probe is due
             # The daemon's reply is not an event: the subscription keeps working.
             srv.publish(RouteUp(dst="10.42.0.77", next_hop="10.42.0.2", hops=2))
-            async with asyncio.timeout(2):
-                while proxy.daemon.counters["route_events"] == 0:
-                    await asyncio.sleep(0.01)
+            await wait_for_async(
+                lambda: proxy.daemon.counters["route_events"], 2, "the route event read"
+            )
         finally:
             if relay is not None and relay.timer is not None:
                 relay.timer.cancel()

@@ -96,7 +96,7 @@ def test_transfer_over_3_hops_survives_a_5s_break(lab_up, mode: str, tmp_path: P
                         frozen_by.add(s.get("frozen_by"))
                     if s.get("tcp_info"):
                         rtos.append(s["tcp_info"]["rto_ms"])
-                time.sleep(0.5)
+                time.sleep(0.5)  # a sample every 0.5 s through the break (its length is under test)
             manetkit("lab", "link", "n2", "n3", "auto", "--name", lab)
             code, err = curl.communicate(timeout=90)
         finally:

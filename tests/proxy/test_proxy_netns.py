@@ -78,6 +78,11 @@ def proxies(chain: Chain):  # type: ignore[no-untyped-def]
     chain.restore_route()
 
 
+def received(out: Path) -> int:
+    """Bytes of the body curl has written so far."""
+    return out.stat().st_size if out.exists() else 0
+
+
 def curl(chain: Chain, size: int, out: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -141,11 +146,12 @@ def test_10mb_survives_a_5s_break(proxies, mode: str, tmp_path: Path) -> None:  
     size = 10 * 1024 * 1024
     out = tmp_path / "out"
     proc = curl(c, size, out, "--limit-rate", "5M")
-    time.sleep(0.7)  # mid-transfer (2 s at the limited rate)
+    # mid-transfer (2 s at the limited rate)
+    wait_for(lambda: received(out) > size // 4, 10, "a quarter of the body")
     c.break_route()
     if mode in ("elfn", "bus"):
         emit_break(c, mode)
-    time.sleep(5)
+    time.sleep(5)  # the 5 s break under test
     c.restore_route()
     if mode in ("elfn", "bus"):
         emit_repair(c, mode)
@@ -296,7 +302,7 @@ def test_sigkill_resets_apps_and_restart_removes_the_stale_table(proxies, tmp_pa
     c = proxies(mode="elfn")
     out = tmp_path / "out"
     proc = curl(c, 10 * 1024 * 1024, out, "--limit-rate", "1M")
-    time.sleep(1.0)
+    wait_for(lambda: received(out) > 512 * 1024, 10, "the transfer under way")
     victim = next(p for p in c.procs if p.args and c.client in p.args and "proxy" in p.args)
     # the python process inside `ip netns exec` (exec replaces it: same pid)
     os.kill(victim.pid, signal.SIGKILL)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from manetkit.daemonstatus import AodvRoute, AodvStatus, DsrStatus
 from tests.daemon.vethnet import VethMesh, wait_for
 
 pytestmark = pytest.mark.netns
@@ -58,13 +59,20 @@ def ping(mesh: VethMesh, count: int = 3) -> bool:
     return r.returncode == 0
 
 
-def route(mesh: VethMesh, dst: str) -> dict | None:
-    rows = mesh.status(1)["engine"]["routes"]
-    return next((r for r in rows if r["dst"] == dst), None)
+def route(mesh: VethMesh, dst: str) -> AodvRoute | None:
+    engine = mesh.status(1).engine
+    assert isinstance(engine, AodvStatus)
+    return next((r for r in engine.routes if r.dst == dst), None)
 
 
-def drops(mesh: VethMesh, i: int = 1) -> dict:
-    return mesh.status(i)["counters"]["drops"]
+def dsr_engine(mesh: VethMesh) -> DsrStatus:
+    engine = mesh.status(1).engine
+    assert isinstance(engine, DsrStatus)
+    return engine
+
+
+def drops(mesh: VethMesh, i: int = 1) -> dict[str, int]:
+    return mesh.status(i).counters.drops
 
 
 def cpu_seconds(pid: int) -> float:
@@ -80,12 +88,12 @@ def test_forged_rrep_black_hole(mesh, secured):
     if not secured:
         # The damage: n1 now routes n2 through the rogue, which drops everything.
         r = route(mesh, N2)
-        assert r is not None and r["next_hop"] == ROGUE, r
+        assert r is not None and r.next_hop == ROGUE, r
         assert not ping(mesh)
     else:
         assert drops(mesh)["auth-unsigned"] >= 3
         r = route(mesh, N2)
-        assert r is None or r["next_hop"] == N2, r
+        assert r is None or r.next_hop == N2, r
         assert ping(mesh)
 
 
@@ -96,18 +104,18 @@ def test_forged_dsr_route_error(mesh, secured):
     dropped before the engine and the route stays."""
     start(mesh, secured, protocol="dsr")
     assert ping(mesh)
-    assert any(p["dst"] == N2 for p in mesh.status(1)["engine"]["paths"])
-    seen = mesh.status(1)["engine"]["counters"].get("errors-seen", 0)
+    assert dsr_engine(mesh).has_route(N2)
+    seen = dsr_engine(mesh).counters.get("errors-seen", 0)
     rogue(mesh, mesh.mac(1), "dsr-rerr", "--src", N2, "--dst", N1, "--unreachable", N1)
-    eng = mesh.status(1)["engine"]
+    eng = dsr_engine(mesh)
     if not secured:
         # The damage: the route to n2 is gone, the link held (not re-learnt for 2 s).
-        assert eng["counters"]["errors-seen"] - seen >= 3, eng["counters"]
-        assert not any(p["dst"] == N2 for p in eng["paths"]), eng["paths"]
+        assert eng.counters["errors-seen"] - seen >= 3, eng.counters
+        assert not eng.has_route(N2), eng.paths
     else:
         assert drops(mesh)["auth-unsigned"] >= 3
-        assert eng["counters"].get("errors-seen", 0) == seen
-        assert any(p["dst"] == N2 for p in eng["paths"]), eng["paths"]
+        assert eng.counters.get("errors-seen", 0) == seen
+        assert eng.has_route(N2), eng.paths
         assert ping(mesh)
 
 
@@ -124,7 +132,7 @@ def test_replayed_signed_frames_are_counted_and_ignored(mesh):
 def test_rreq_flood(mesh, secured, record_property):
     start(mesh, secured)
     pid = mesh.procs[1].pid
-    before = mesh.status(1)["engine"]["counters"]
+    before = mesh.status(1).engine.counters
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
     flood = subprocess.Popen(
         ["ip", "netns", "exec", mesh.ns(3), sys.executable, "-m", "tests.security.rogue",
@@ -141,7 +149,7 @@ def test_rreq_flood(mesh, secured, record_property):
     cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
     sent = json.loads(out.strip().splitlines()[-1])
     assert sent["rate"] >= 800, sent  # the rogue really flooded at ~1000/s
-    after = mesh.status(1)["engine"]["counters"]
+    after = mesh.status(1).engine.counters
     record_property("victim_cpu", round(cpu, 3))
     record_property("flood", sent)
     print(
@@ -169,7 +177,9 @@ def test_forged_source_flood_does_not_grow_the_victim(mesh, record_property):
         "--rate", "1000", "--seconds", "3",
     )  # fmt: skip
     assert sent["sent"] >= 2500, sent
-    bounds = mesh.status(1)["engine"]["bounds"]
+    engine = mesh.status(1).engine
+    assert isinstance(engine, AodvStatus)
+    bounds = {name: b.model_dump() for name, b in engine.bounds.items()}
     grown = rss_kib(pid) - rss0
     record_property("bounds", bounds)
     record_property("rss_growth_kib", grown)

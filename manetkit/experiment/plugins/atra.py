@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from manetkit import paths
-from manetkit.jsonlines import request
+from manetkit.daemonstatus import DaemonStatus, StatusError, fetch_status
 
 from ..eventlog import node_of
 from .base import HEAD_COLUMNS, Metric, RunContext, group, row_head
@@ -144,26 +144,26 @@ def from_events(events: list[dict[str, Any]]) -> tuple[list[Prediction], list[Br
     return preds, breaks
 
 
-def atra_counters(statuses: list[dict[str, Any]]) -> dict[str, int]:
+def atra_counters(statuses: list[DaemonStatus]) -> dict[str, int]:
     """The engines' Atra counters (:data:`COUNTERS`), summed over the daemons' statuses."""
     total = dict.fromkeys(COUNTERS, 0)
     for st in statuses:
-        at = (st.get("engine") or {}).get("atra") or {}
-        for k in COUNTERS:
-            total[k] += int(at.get(k, 0))
+        if st.atra is not None:
+            for k in COUNTERS:
+                total[k] += getattr(st.atra, k)
     return total
 
 
-def statuses_by_node(lab: str, nodes: list[str]) -> dict[str, dict[str, Any]]:
+def statuses_by_node(lab: str, nodes: list[str]) -> dict[str, DaemonStatus]:
     """Every daemon's status by node (a daemon that does not answer is left out)."""
     out = {}
     for n in nodes:
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            out[n] = request(paths.daemon_socket(lab, n), {"cmd": "status"}, 5)["status"]
+        with contextlib.suppress(StatusError):
+            out[n] = fetch_status(paths.daemon_socket(lab, n), 5)
     return out
 
 
-def daemon_statuses(lab: str, nodes: list[str]) -> list[dict[str, Any]]:
+def daemon_statuses(lab: str, nodes: list[str]) -> list[DaemonStatus]:
     return list(statuses_by_node(lab, nodes).values())
 
 

@@ -13,34 +13,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from manetkit.daemonstatus import DaemonStatus, SmrStatus, SourceRouteStatus
+
 from .atra import statuses_by_node
 from .base import HEAD_COLUMNS, Metric, RunContext, group, mean, row_head
 
 
-def counters(statuses: dict[str, dict[str, Any]]) -> dict[str, int]:
+def counters(statuses: dict[str, DaemonStatus]) -> dict[str, int]:
     """The engines' counters, summed over the nodes."""
     total: dict[str, int] = {}
     for st in statuses.values():
-        for k, v in ((st.get("engine") or {}).get("counters") or {}).items():
-            if isinstance(v, int):
-                total[k] = total.get(k, 0) + v
+        for k, v in st.engine.counters.items():
+            total[k] = total.get(k, 0) + v
     return total
 
 
 def endpoints(
-    ends: list[str], s0: dict[str, dict[str, Any]], s1: dict[str, dict[str, Any]]
+    ends: list[str], s0: dict[str, DaemonStatus], s1: dict[str, DaemonStatus]
 ) -> dict[str, dict[str, Any]]:
     """Per flow end: its counters that moved in the window and, at the window's end, its
     SMR paths and route cache size."""
     out: dict[str, dict[str, Any]] = {}
     for n in dict.fromkeys(ends):
-        a = (s0.get(n, {}).get("engine") or {}).get("counters", {})
-        eng = s1.get(n, {}).get("engine") or {}
-        d = {k: v - a.get(k, 0) for k, v in eng.get("counters", {}).items() if isinstance(v, int)}
+        a = s0[n].engine.counters if n in s0 else {}
+        eng = s1[n].engine if n in s1 else None
+        now = eng.counters if eng is not None else {}
+        d = {k: v - a.get(k, 0) for k, v in now.items()}
         out[n] = {
             "counters": {k: v for k, v in sorted(d.items()) if v},
-            "multipath": eng.get("multipath", []),
-            "cached_paths": len(eng.get("paths", [])),
+            "multipath": [r.model_dump(mode="json") for r in eng.multipath]
+            if isinstance(eng, SmrStatus)
+            else [],
+            "cached_paths": len(eng.paths) if isinstance(eng, SourceRouteStatus) else 0,
         }
     return out
 
@@ -59,8 +63,8 @@ class Smr(Metric):
                ("requests / run", "requests_per_run", ".1f")]  # fmt: skip
 
     def __init__(self) -> None:
-        self.s0: dict[str, dict[str, Any]] = {}
-        self.s1: dict[str, dict[str, Any]] = {}
+        self.s0: dict[str, DaemonStatus] = {}
+        self.s1: dict[str, DaemonStatus] = {}
 
     def before(self, ctx: RunContext) -> None:
         if ctx.manetkit:

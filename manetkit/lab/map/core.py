@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import Any
 
+from manetkit.daemonstatus import AodvStatus, DaemonStatus, SmrStatus, SourceRouteStatus
 from manetkit.lab.fidelity import Reading, window
 
 # A flow whose source sent within this long (plus one status period) is shown.
@@ -181,7 +182,7 @@ def _pair(a: str, b: str) -> tuple[str, str]:
 
 @dataclass(slots=True)
 class _NodeState:
-    daemon: dict[str, Any] | None = None  # the daemon's last status
+    daemon: DaemonStatus | None = None  # the daemon's last status
     daemon_error: str | None = None
     proxy: dict[str, Any] | None = None
     routes: list[dict[str, Any]] | None = None  # kernel routes (peer stacks)
@@ -331,7 +332,7 @@ class MapCore:
         self,
         now: float,
         node: str,
-        daemon: dict[str, Any] | None,
+        daemon: DaemonStatus | None,
         proxy: dict[str, Any] | None,
         daemon_error: str | None = None,
     ) -> None:
@@ -342,7 +343,7 @@ class MapCore:
         if st is None:
             return
         if daemon is not None:
-            self._dataplane_flows(now, st, daemon.get("flows") or {})
+            self._dataplane_flows(now, st, daemon)
         st.daemon, st.daemon_error = daemon, daemon_error
         self._proxy_sessions(now, node, st, proxy)
         st.proxy = proxy
@@ -437,17 +438,14 @@ class MapCore:
     # --- derived state -----------------------------------------------------------------
 
     @staticmethod
-    def _dataplane_flows(now: float, st: _NodeState, flows: dict[str, Any]) -> None:
+    def _dataplane_flows(now: float, st: _NodeState, daemon: DaemonStatus) -> None:
         """Send and delivery rates per address from two readings of the daemon's
         ``flows`` counts (what its apps sent through ``mesh0``, what it delivered)."""
+        flows = daemon.flows
         for kind, rates in (("originated", st.sent_bps), ("delivered", st.delivered_bps)):
             prev: dict[str, tuple[float, int, int]] = getattr(st, kind)
             cur: dict[str, tuple[float, int, int]] = {}
-            for addr, counts in (flows.get(kind) or {}).items():
-                try:
-                    packets, nbytes = int(counts[0]), int(counts[1])
-                except (TypeError, ValueError, IndexError):
-                    continue
+            for addr, (packets, nbytes) in getattr(flows, kind).items():
                 cur[addr] = (now, packets, nbytes)
                 old = prev.get(addr)
                 if old is None or now <= old[0]:
@@ -513,16 +511,10 @@ class MapCore:
         for node, st in self._node.items():
             rows: list[dict[str, Any]] = []
             if st.daemon is not None:
-                for nb in st.daemon.get("neighbours", []):
-                    n = node_of_address(nb.get("address"), self._index)
+                for nb in st.daemon.neighbours:
+                    n = node_of_address(nb.address, self._index)
                     if n:
-                        rows.append(
-                            {
-                                "node": n,
-                                "up": bool(nb.get("up")),
-                                "signal_dbm": nb.get("signal_dbm"),
-                            }
-                        )
+                        rows.append({"node": n, "up": nb.up, "signal_dbm": nb.signal_dbm})
             elif st.peer_neighbours is not None:
                 for nb in st.peer_neighbours:
                     if nb.get("node") in self._node:
@@ -559,11 +551,12 @@ class MapCore:
         st = self._node[node]
         out: dict[str, str] = {}
         if st.daemon is not None:
-            for r in st.daemon.get("engine", {}).get("routes", []):
-                if r.get("state") != "valid":
+            eng = st.daemon.engine
+            for r in eng.routes if isinstance(eng, AodvStatus) else []:
+                if r.state != "valid":
                     continue
-                d = node_of_address(r.get("dst"), self._index)
-                nh = node_of_address(r.get("next_hop"), self._index)
+                d = node_of_address(r.dst, self._index)
+                nh = node_of_address(r.next_hop, self._index)
                 if d and nh:
                     out[d] = nh
         elif st.routes is not None:
@@ -574,9 +567,9 @@ class MapCore:
         """The path ``src`` -> ``dst`` as the routing has it now: ``path`` (nodes, may
         stop short: ``complete`` False), ``backups`` (SMR), ``how``."""
         st = self._node[src]
-        eng = (st.daemon or {}).get("engine", {})
-        proto = eng.get("protocol")
-        if proto in ("dsr", "smr"):
+        eng = st.daemon.engine if st.daemon is not None else None
+        proto = eng.protocol if eng is not None else None
+        if isinstance(eng, SourceRouteStatus):
             return self._source_route(src, dst, eng)
         hops = {n: self._next_hops(n) for n in self.nodes} if proto == "aodv" or st.routes else {}
         path = [src]
@@ -592,7 +585,7 @@ class MapCore:
         how = "aodv next hops" if proto == "aodv" else "kernel routes"
         return {"path": path, "complete": path[-1] == dst, "backups": [], "how": how}
 
-    def _source_route(self, src: str, dst: str, eng: dict[str, Any]) -> dict[str, Any]:
+    def _source_route(self, src: str, dst: str, eng: SourceRouteStatus) -> dict[str, Any]:
         """DSR: the cached source route the source used last (RFC 4728 4.1); SMR: the
         primary and backups of its path set (Lee & Gerla section 3)."""
 
@@ -600,12 +593,11 @@ class MapCore:
             out = [node_of_address(a, self._index) for a in path]
             return None if None in out else out  # type: ignore[return-value]
 
-        rows = [
-            r for r in eng.get("multipath", []) if node_of_address(r.get("dst"), self._index) == dst
-        ]
+        multipath = eng.multipath if isinstance(eng, SmrStatus) else []
+        rows = [r for r in multipath if node_of_address(r.dst, self._index) == dst]
         if rows:
-            prim = [nodes_of(r["path"]) for r in rows if r.get("role") == "primary"]
-            backs = [nodes_of(r["path"]) for r in rows if r.get("role") != "primary"]
+            prim = [nodes_of(r.path) for r in rows if r.role == "primary"]
+            backs = [nodes_of(r.path) for r in rows if r.role != "primary"]
             if prim and prim[0]:
                 return {
                     "path": prim[0],
@@ -614,12 +606,12 @@ class MapCore:
                     "how": "smr primary/backup",
                 }
         best: tuple[float, list[str]] | None = None
-        for e in eng.get("paths", []):
-            p = nodes_of(e.get("path", []))
+        for e in eng.paths:
+            p = nodes_of(e.path)
             if not p or dst not in p:
                 continue
             p = p[: p.index(dst) + 1]
-            idle = float(e.get("idle_s") or 0.0)
+            idle = e.idle_s
             if best is None or (idle, len(p)) < (best[0], len(best[1])):
                 best = (idle, p)
         if best is None:
@@ -682,7 +674,7 @@ class MapCore:
     def node_summary(self) -> dict[str, dict[str, Any]]:
         out = {}
         for node, st in self._node.items():
-            eng = (st.daemon or {}).get("engine", {})
+            eng = st.daemon.engine if st.daemon is not None else None
             if self.lab.stack in MANETKIT_STACKS:
                 ok, err = st.daemon is not None, st.daemon_error
             elif self.lab.stack in PEER_STACKS:
@@ -692,8 +684,9 @@ class MapCore:
             out[node] = {
                 "ok": ok,
                 "error": err,
-                "protocol": eng.get("protocol")
-                or (self.lab.stack if self.lab.stack != "none" else None),
+                "protocol": eng.protocol
+                if eng is not None
+                else (self.lab.stack if self.lab.stack != "none" else None),
                 "address": next((a for a, n in self._index.items() if n == node), None),
                 "proxy": None if st.proxy is None else len(st.proxy.get("sessions", [])),
             }
@@ -718,7 +711,7 @@ class MapCore:
             "position": self.positions.get(node),
             "medium_links": links,
             "neighbours": self.neighbour_view().get(node, []),
-            "daemon": st.daemon,
+            "daemon": st.daemon.to_wire() if st.daemon is not None else None,
             "daemon_error": st.daemon_error,
             "proxy": st.proxy,
             "kernel_routes": st.routes,

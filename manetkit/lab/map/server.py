@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from manetkit.daemonstatus import DaemonStatus, StatusError, parse_reply
 from manetkit.lab.map.core import (
     MapCore,
     Push,
@@ -337,7 +338,7 @@ class MapServer:
 
         return handle
 
-    async def _daemon_status(self, node: str) -> tuple[dict | None, str | None]:
+    async def _daemon_status(self, node: str) -> tuple[DaemonStatus | None, str | None]:
         path = self.source.daemon_sockets.get(node)
         if path is None or self.core.lab.stack not in ("aodv", "dsr", "smr"):
             return None, None
@@ -357,9 +358,10 @@ class MapServer:
             reply = await client.request({"cmd": "status"})
         except (OSError, ConnectionError, TimeoutError) as exc:
             return None, f"daemon status: {exc or type(exc).__name__}"
-        if not reply.get("ok"):
-            return None, f"daemon refused status: {reply.get('error')}"
-        return reply.get("status"), None
+        try:
+            return parse_reply(reply, path), None
+        except StatusError as exc:
+            return None, str(exc)
 
     async def _proxy_status(self, node: str) -> dict | None:
         path = self.source.proxy_sockets.get(node)
