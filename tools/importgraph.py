@@ -22,7 +22,7 @@ PACKAGE = ROOT / "manetkit"
 
 # Top-level modules every layer may use; they import no layer themselves.
 NEUTRAL = {
-    "configfile", "console", "errors", "events", "extras", "jsonlines", "macaddr", "paths",
+    "configfile", "console", "errors", "events", "extras", "jsonlines", "keyfile", "macaddr", "paths",
     "procs", "runner", "tuntap",
 }  # fmt: skip
 

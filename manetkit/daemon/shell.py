@@ -129,7 +129,9 @@ class Daemon:
         # says which frames are control (the engines count control packets by kind).
         self._is_control = self.engine.is_control_frame
         # Control-plane MACs (docs/security.md): verified before the engine, signed after.
-        self.auth = Authenticator.from_config(cfg.auth, self._hello_port) if cfg.auth else None
+        self.auth = (
+            Authenticator.from_config(cfg.auth, self._hello_port, cfg.address) if cfg.auth else None
+        )
         self.started_at = time.time()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -288,12 +290,27 @@ class Daemon:
         self.engine.receive_frame(self._now, packet, mac)
 
     def _verified(self, mac: bytes, packet: bytes) -> bytes | None:
-        assert self.auth is not None
-        out = self.auth.verify(self._now, packet, mac)
+        """The packet for the engine, or None: dropped (counted) or a challenge."""
+        auth = self.auth
+        assert auth is not None
+        out = auth.verify(self._now, packet, mac)
+        if type(out) is bytes:
+            return out
         if type(out) is Rejected:
             self.drops[f"auth-{out.reason}"] += 1
-            return None
-        return out  # type: ignore[return-value]
+        # RFC 8967 4.3's challenges: requests for a new index, replies to ours.
+        while (c := auth.next_event()) is not None:
+            self._send_signed(c.mac, c.packet)
+        return None
+
+    def _send_signed(self, mac: bytes, packet: bytes) -> None:
+        """A control frame of the shell's own (beacon, challenge): signed, counted."""
+        if self.dp is not None:
+            if self.auth is not None:
+                packet = self.auth.sign(self._now, packet, self.dp.mac)
+            self.counters["control-tx-frames"] += 1
+            self.counters["control-tx-bytes"] += len(packet)
+            self.dp.send(mac, packet)
 
     def _overheard_frame(self, mac: bytes, packet: bytes) -> None:
         if self.auth is not None and (packet := self._verified(mac, packet)) is None:
@@ -422,7 +439,7 @@ class Daemon:
             t = type(a)
             if t is SendFrame:
                 hop = a.next_hop
-                packet = a.packet if auth is None else auth.sign(self._now, a.packet)
+                packet = a.packet if auth is None else auth.sign(self._now, a.packet, dp.mac)
                 if is_control is not None and is_control(packet):
                     counters["control-tx-frames"] += 1
                     counters["control-tx-bytes"] += len(packet)
@@ -478,12 +495,7 @@ class Daemon:
 
     def _send_broadcast(self, packet: bytes) -> None:
         """A link-sensing hello: routing control too (counted with the engine's frames)."""
-        if self.dp is not None:
-            if self.auth is not None:
-                packet = self.auth.sign(self._now, packet)
-            self.counters["control-tx-frames"] += 1
-            self.counters["control-tx-bytes"] += len(packet)
-            self.dp.send(BROADCAST_MAC, packet)
+        self._send_signed(BROADCAST_MAC, packet)
 
     # -- link sensing -----------------------------------------------------------------
     def _on_hello(self, mac: bytes, packet: bytes) -> None:

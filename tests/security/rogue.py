@@ -3,7 +3,7 @@ namespace that is in radio range of the victims. Holds no key.
 
     python3 -m tests.security.rogue IFACE DST_MAC rrep --orig A --dest B --seq N [--via R]
     python3 -m tests.security.rogue IFACE DST_MAC dsr-rerr --src A --dst B --unreachable C
-    python3 -m tests.security.rogue IFACE DST_MAC replay --hex FRAME_PACKET_HEX [--count N]
+    python3 -m tests.security.rogue IFACE DST_MAC replay --hex FRAME_PACKET_HEX [--count N] [--src-mac M]
     python3 -m tests.security.rogue IFACE DST_MAC rreq-flood --rate 1000 --seconds 3 --orig A
 
 Prints one JSON line: what it sent and for how long (the flood's achieved rate).
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("replay")
     p.add_argument("--hex", required=True)
     p.add_argument("--count", type=int, default=3)
+    p.add_argument("--src-mac", help="send from this MAC address (spoofed) instead of ours")
     p = sub.add_parser("capture", help="print the first AODV frame from DST_MAC as hex")
     p.add_argument("--timeout", type=float, default=10)
     p = sub.add_parser("rreq-flood")
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             packet = bytes.fromhex(a.hex)
         for _ in range(a.count):
-            send(packet)
+            send(packet, getattr(a, "src_mac", None) or src_mac)
             sent += 1
             time.sleep(0.01)
     now = time.monotonic()
