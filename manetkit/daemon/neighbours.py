@@ -7,7 +7,10 @@ Bounded (issue 12, docs/security.md "Bounded state"): at most ``capacity`` entri
 (``max_neighbours`` in the daemon config). A new address beyond that evicts the entry
 heard least recently (counted in ``evicted``), so frames with forged source addresses
 cannot grow the table; every real neighbour is heard again within a hello interval.
-Configured (``static_neighbours``, :meth:`NeighbourTable.pin`) entries are never evicted.
+Configured (``static_neighbours``, :meth:`NeighbourTable.pin`) entries are never evicted
+and never remapped: a frame claiming a configured address from another MAC, or another
+address from a configured MAC, changes nothing (counted in ``refused``); the
+configuration is the one source of those bindings.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ class NeighbourTable:
             raise ValueError(f"neighbour table capacity {capacity} must be >= 1")
         self.capacity = capacity
         self.evicted = 0  # entries pushed out by a new address at capacity
+        self.refused = 0  # attempts to remap a configured address or MAC
         self._by_addr: dict[IPv4Address, Neighbour] = {}
         self._by_mac: dict[bytes, Neighbour] = {}
         self._pinned: set[IPv4Address] = set()
+        self._pinned_macs: set[bytes] = set()
         # Bumped whenever an address <-> MAC mapping changes, so the shell's hot-path
         # cache (keyed by int address, far cheaper to hash than IPv4Address) can tell.
         self.version = 0
@@ -44,7 +49,18 @@ class NeighbourTable:
     def learn(
         self, now: float, address: IPv4Address, mac: bytes, signal_dbm: float | None = None
     ) -> Neighbour:
-        """Record that ``address`` is reachable at ``mac`` (heard just now)."""
+        """Record that ``address`` is reachable at ``mac`` (heard just now); a binding
+        that contradicts a configured one is refused (the configured entry returned)."""
+        if self._pinned:
+            pinned = self._contradicts_pin(address, mac)
+            if pinned is not None:
+                self.refused += 1
+                return pinned
+        return self._bind(now, address, mac, signal_dbm)
+
+    def _bind(
+        self, now: float, address: IPv4Address, mac: bytes, signal_dbm: float | None = None
+    ) -> Neighbour:
         n = self._by_addr.get(address)
         if n is None or n.mac != mac:
             if n is not None:
@@ -62,9 +78,22 @@ class NeighbourTable:
         return n
 
     def pin(self, address: IPv4Address, mac: bytes) -> Neighbour:
-        """A configured neighbour (``static_neighbours``): learnt, never evicted."""
+        """A configured neighbour (``static_neighbours``): never evicted or remapped."""
+        n = self._bind(0.0, address, mac)
         self._pinned.add(address)
-        return self.learn(0.0, address, mac)
+        self._pinned_macs.add(mac)
+        return n
+
+    def _contradicts_pin(self, address: IPv4Address, mac: bytes) -> Neighbour | None:
+        """The configured entry ``address`` at ``mac`` would contradict, else None."""
+        n = self._by_addr.get(address)
+        if address in self._pinned and n is not None and n.mac != mac:
+            return n
+        if mac in self._pinned_macs:
+            m = self._by_mac.get(mac)
+            if m is not None and m.address != address:
+                return m
+        return None
 
     def _evict(self) -> None:
         """Drop the entry heard least recently (O(n), only when the table is full)."""
@@ -90,6 +119,8 @@ class NeighbourTable:
         return self._by_addr.get(address)
 
     def forget(self, address: IPv4Address) -> None:
+        if address in self._pinned:
+            return  # configured: only the configuration removes it
         n = self._by_addr.pop(address, None)
         if n is not None:
             self._by_mac.pop(n.mac, None)

@@ -650,6 +650,7 @@ class Daemon:
                 "events": self.events.counters(),
                 "beacons_sent": self.beacon.sent if self.beacon else 0,
                 "links_evicted": self.monitor.evicted,
+                "static_neighbour_remaps_refused": self.neighbours.refused,
                 "hello_stations_evicted": self.beacon.evicted if self.beacon else 0,
                 "auth": dict(self.auth.counters) if self.auth else None,
             },
