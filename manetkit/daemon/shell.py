@@ -73,7 +73,9 @@ def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
     mod = importlib.import_module(f"manetkit.daemon.engines.{cfg.protocol}")
     engine_cls = getattr(mod, f"{cfg.protocol.capitalize()}Engine")
     # send_buffer: and atra: reach the engine through its config (DaemonConfig.engine_config).
-    return engine_cls(cfg.address, cfg.engine_config(), neighbours)
+    # With authentication required, data (never signed) may not teach the engine.
+    trust_data = cfg.auth is None or not cfg.auth.required
+    return engine_cls(cfg.address, cfg.engine_config(), neighbours, trust_data=trust_data)
 
 
 class Daemon:

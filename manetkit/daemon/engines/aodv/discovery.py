@@ -9,6 +9,10 @@ local repair searches the same way).
   ages out.
 - 6.5 the (originator, RREQ ID) pairs this node sent or processed, remembered for
   PATH_DISCOVERY_TIME (:class:`RreqSeen`), so a RREQ is processed once.
+- Bounded (docs/security.md): a discovery runs only for a destination with packets in
+  the send buffer (or under local repair, or asked for by the event socket's
+  ``discover``), and at most :data:`MAX_SEARCHES` at once; beyond, a new one is refused
+  and counted (``discoveries-refused``). Local repairs are bounded by the route table.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from manetkit.daemon.engines.shared.ratelimit import RateLimit
 from manetkit.daemon.wire import aodv
 
 RreqKey = tuple[IPv4Address, int]  # (originator, RREQ ID)
+MAX_SEARCHES = 1024  # discoveries and local repairs running at once
 
 
 class RreqSeen:
@@ -114,9 +119,16 @@ class Discovery:
         self.rreq_limit = RateLimit(config.rreq_ratelimit)
         self.net_traversal = config.net_traversal_time_ms / 1000
 
+    def full(self) -> bool:
+        """No room for another discovery (:data:`MAX_SEARCHES`)."""
+        return len(self.searches) >= MAX_SEARCHES
+
     def start(
         self, now: float, dst: IPv4Address, repair: bool = False, ttl: int | None = None
     ) -> None:
+        if not repair and dst not in self.searches and self.full():
+            self.counters["discoveries-refused"] += 1
+            return  # a local repair always starts: its route waits for it (6.12)
         c = self.config
         if ttl is None:
             r = self.table.get(dst.packed)
@@ -216,6 +228,9 @@ class Discovery:
             return False
         if (d is not None and d.waiting_ratelimit) or self.rreq_limit.full(now):
             self.counters["rediscover-ratelimited"] += 1
+            return False
+        if d is None and self.full():
+            self.counters["discoveries-refused"] += 1
             return False
         self.counters["rediscover-rreqs"] += 1
         if d is None:
