@@ -7,6 +7,8 @@ Bounded (issue 12, docs/security.md "Bounded state"): at most ``capacity`` entri
 (``max_neighbours`` in the daemon config). A new address beyond that evicts the entry
 heard least recently (counted in ``evicted``), so frames with forged source addresses
 cannot grow the table; every real neighbour is heard again within a hello interval.
+The entries are kept in the order they were last heard, so the victim is the first
+one, found in O(1) (a scan per forged frame cost ~1 ms at 1024 entries).
 Configured (``static_neighbours``, :meth:`NeighbourTable.pin`) entries are never evicted
 and never remapped: a frame claiming a configured address from another MAC, or another
 address from a configured MAC, changes nothing (counted in ``refused``); the
@@ -15,6 +17,7 @@ configuration is the one source of those bindings.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
@@ -38,7 +41,7 @@ class NeighbourTable:
         self.capacity = capacity
         self.evicted = 0  # entries pushed out by a new address at capacity
         self.refused = 0  # attempts to remap a configured address or MAC
-        self._by_addr: dict[IPv4Address, Neighbour] = {}
+        self._by_addr: OrderedDict[IPv4Address, Neighbour] = OrderedDict()  # last heard last
         self._by_mac: dict[bytes, Neighbour] = {}
         self._pinned: set[IPv4Address] = set()
         self._pinned_macs: set[bytes] = set()
@@ -69,10 +72,12 @@ class NeighbourTable:
                 self._evict()
             n = Neighbour(address, mac, now, signal_dbm)
             self._by_addr[address] = n
+            self._by_addr.move_to_end(address)
             self._by_mac[mac] = n
             self.version += 1
         else:
             n.last_heard = now
+            self._by_addr.move_to_end(address)
             if signal_dbm is not None:
                 n.signal_dbm = signal_dbm
         return n
@@ -96,12 +101,17 @@ class NeighbourTable:
         return None
 
     def _evict(self) -> None:
-        """Drop the entry heard least recently (O(n), only when the table is full)."""
-        free = [n for n in self._by_addr.values() if n.address not in self._pinned]
-        if not free:
+        """Drop the entry heard least recently: the first one not configured (a
+        configured one met on the way goes to the back: amortised O(1))."""
+        by_addr = self._by_addr
+        for _ in range(len(by_addr)):
+            victim = next(iter(by_addr.values()))
+            if victim.address not in self._pinned:
+                break
+            by_addr.move_to_end(victim.address)
+        else:
             return  # only configured entries: the configuration bounds them
-        victim = min(free, key=lambda n: n.last_heard)
-        del self._by_addr[victim.address]
+        del by_addr[victim.address]
         if self._by_mac.get(victim.mac) is victim:
             del self._by_mac[victim.mac]
         self.version += 1

@@ -43,3 +43,26 @@ def test_learnt_entries_follow_the_last_mac_heard():
     nb.learn(0.0, A2, M2)
     nb.learn(1.0, A2, ROGUE)
     assert nb.mac_of(A2) == ROGUE and nb.refused == 0
+
+
+def test_a_full_table_evicts_the_least_recently_heard_without_a_scan():
+    nb = NeighbourTable(capacity=3)
+    nb.pin(A1, M1)
+    nb.learn(1.0, A2, M2)
+    nb.learn(2.0, A3, ROGUE)
+    nb.learn(3.0, A2, M2)  # heard again: A3 is now the least recently heard
+    nb.learn(4.0, IPv4Address("10.42.0.9"), bytes(6))
+    assert nb.mac_of(A3) is None and nb.mac_of(A2) == M2 and nb.mac_of(A1) == M1
+
+
+def test_evicting_from_a_large_table_is_cheap():
+    import time
+
+    nb = NeighbourTable(capacity=20_000)
+    for i in range(20_000):
+        nb.learn(float(i), IPv4Address(0x0A630000 + i), i.to_bytes(6, "big"))
+    start = time.process_time()
+    for i in range(20_000, 25_000):  # a forged-source flood: every frame a new node
+        nb.learn(float(i), IPv4Address(0x0A630000 + i), i.to_bytes(6, "big"))
+    assert nb.evicted == 5_000 and len(nb) == 20_000
+    assert time.process_time() - start < 1.0  # a scan per frame: ~20 s

@@ -17,7 +17,7 @@ local repair searches the same way).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
@@ -35,20 +35,26 @@ MAX_SEARCHES = 1024  # discoveries and local repairs running at once
 
 
 class RreqSeen:
-    """(originator, RREQ ID) -> until when a copy is a duplicate (6.5). Bounded."""
+    """(originator, RREQ ID) -> until when a copy is a duplicate (6.5). Bounded.
+
+    Every entry lives PATH_DISCOVERY_TIME from when it was last written, and an entry
+    written again moves to the end, so the ordered dict is in expiry order: expired
+    pairs leave from the front and, when full, the oldest goes, each in O(1) (a forged
+    RREQ flood made the table rebuild itself on every request once it was full).
+    """
 
     def __init__(self, size: int, lifetime: float, counters: Counter[str]) -> None:
         self.size = size
         self.lifetime = lifetime  # PATH_DISCOVERY_TIME
         self.counters = counters
-        self.entries: dict[RreqKey, float] = {}
+        self.entries: OrderedDict[RreqKey, float] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def own(self, now: float, key: RreqKey) -> None:
         """A RREQ this node originates: its own copies are duplicates."""
-        self.entries[key] = now + self.lifetime
+        self._write(now, key)
 
     def first(self, now: float, key: RreqKey) -> bool:
         """True (and remembered) if no copy of ``key`` was processed recently."""
@@ -57,20 +63,33 @@ class RreqSeen:
             return False
         if len(self.entries) >= self.size:
             self._bound(now)
-        self.entries[key] = now + self.lifetime
+        self._write(now, key)
         return True
 
+    def _write(self, now: float, key: RreqKey) -> None:
+        self.entries[key] = now + self.lifetime
+        self.entries.move_to_end(key)
+
     def _bound(self, now: float) -> None:
-        """The table is full: forget expired pairs, else the oldest (the dict is in
-        insertion order, so expiry order: all share PATH_DISCOVERY_TIME)."""
-        self.entries = {k: v for k, v in self.entries.items() if v > now}
+        """The table is full: forget expired pairs, else the oldest."""
+        self._expire(now)
         while len(self.entries) >= self.size:
-            del self.entries[next(iter(self.entries))]
+            self.entries.popitem(last=False)
             self.counters["rreq-seen-evicted"] += 1
 
     def purge(self, now: float) -> None:
+        """The timer's clean-up: a small table is left as it is."""
         if len(self.entries) > 64:
-            self.entries = {k: v for k, v in self.entries.items() if v > now}
+            self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        """Forget the expired pairs (at the front)."""
+        entries = self.entries
+        while entries:
+            key, until = next(iter(entries.items()))
+            if until > now:
+                return
+            del entries[key]
 
 
 @dataclass(slots=True)
