@@ -11,9 +11,21 @@ Three namespaces A, B, C on one bridge (``VethMesh``), offloads off on every vet
                      ip_forward=1.
   TCP through B      iperf3 A -> C. daemon: daemons in A, B and C (mesh0 on A and C,
                      static routes); kernel: addresses on the veths, B forwards.
+  authentication     the same blast through B's daemon with and without ``auth:``
+                     (required), side by side in one run: the static engine (plain
+                     IPv4) and DSR (A sends source-routed DSR data A -> B -> C, B's
+                     DSR engine forwards by the Source Route). Data is never signed
+                     (docs/security.md): with auth on, B only classifies each frame
+                     and, with DSR, learns nothing from it. Plus, in process, the
+                     CPU time to sign and to verify one control frame (a RREQ) with
+                     each MAC algorithm, and the bytes the trailer adds. The
+                     forwarder's share of a core varies on a shared machine, so the
+                     CPU time per packet (and its inverse, packets per CPU-second)
+                     is compared too; the goal must hold for both.
 
 Goals (issue 3): >= 40,000 packets/s per hop and >= 300 Mbit/s TCP through one
-forwarding node. The kernel numbers are the reference measured in the same run.
+forwarding node; with authentication on, >= 85 % of the packets/s without. The kernel
+numbers are the reference measured in the same run.
 """
 
 from __future__ import annotations
@@ -21,10 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +47,13 @@ from rich.table import Table
 from manetkit import procs
 from manetkit.bench import report
 from manetkit.bench.vethlab import VethMesh, sh
+from manetkit.daemon.wire import dsr as wire_dsr
+from manetkit.daemon.wire import ipv4 as wire_ipv4
 from manetkit.procs import wait_for
 
 GOAL_PPS = 40_000
 GOAL_TCP_MBPS = 300.0
+GOAL_AUTH_RATIO = 0.85  # packets/s with auth on / off
 
 BLASTER = r"""
 import socket, struct, sys, time
@@ -51,7 +68,8 @@ hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
 c = sum(struct.unpack("!10H", hdr))
 c = (c & 0xFFFF) + (c >> 16); c = (c & 0xFFFF) + (c >> 16)
 hdr = hdr[:10] + struct.pack("!H", ~c & 0xFFFF) + hdr[12:]
-frame = bytes.fromhex(dst_mac.replace(":", "")) + src_mac + struct.pack("!H", ethertype) + hdr + udp
+packet = bytes.fromhex(sys.argv[5]) if len(sys.argv) > 5 else hdr + udp
+frame = bytes.fromhex(dst_mac.replace(":", "")) + src_mac + struct.pack("!H", ethertype) + packet
 # sendmmsg(2) through ctypes: one syscall per 256 frames, so the blaster outruns the
 # forwarder under test instead of measuring Python's per-call overhead.
 import ctypes
@@ -99,8 +117,11 @@ def _cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _blast(mesh: VethMesh, ethertype: int, seconds: float) -> dict[str, float]:
-    """Blast A -> (B's MAC) for warm-up + ``seconds``; packets/s arriving at C."""
+def _blast(
+    mesh: VethMesh, ethertype: int, seconds: float, packet: bytes | None = None
+) -> dict[str, float]:
+    """Blast A -> (B's MAC) for warm-up + ``seconds``; packets/s arriving at C.
+    ``packet``: the IPv4 packet to send (default: a small UDP packet A -> C)."""
     fwd = mesh.procs.get(2)
     fwd_pid = fwd.pid if fwd else None
     warm = 1.0
@@ -117,6 +138,7 @@ def _blast(mesh: VethMesh, ethertype: int, seconds: float) -> dict[str, float]:
             mesh.mac(2),
             hex(ethertype),
             str(warm + seconds + 0.5),
+            *([packet.hex()] if packet is not None else []),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -207,16 +229,111 @@ def _neighbours(mesh: VethMesh, *idx: int) -> dict[str, str]:
     return {mesh.addr(j): mesh.mac(j) for j in idx}
 
 
-def _start_daemons(mesh: VethMesh, nodes: tuple[int, ...]) -> None:
+def _start_daemons(mesh: VethMesh, nodes: tuple[int, ...], **over: Any) -> None:
     """Static engine, neighbours' MACs from the config (no beacon dependence)."""
     routes = {1: {"10.42.0.3": "10.42.0.2"}, 2: {}, 3: {"10.42.0.1": "10.42.0.2"}}
     for i in nodes:
         mesh.start(
             i,
-            static_routes=routes[i],
+            **({"static_routes": routes[i]} if over.get("protocol", "static") == "static" else {}),
             static_neighbours=_neighbours(mesh, *[j for j in (1, 2, 3) if j != i]),
             log_level="warning",
+            **over,
         )
+
+
+def _auth_section(workdir: Path) -> dict[str, Any]:
+    """``auth:`` with a fresh key file (mode 0600), required (the default)."""
+    key = workdir / "mesh.key"
+    key.write_text(os.urandom(32).hex())
+    key.chmod(0o600)
+    return {"keys": [{"id": 1, "key_file": str(key)}]}
+
+
+def _dsr_data() -> bytes:
+    """A small UDP packet A -> C source-routed through B (RFC 4728 8.1.3), as A sends it."""
+    a, b, c = (IPv4Address(f"10.42.0.{i}") for i in (1, 2, 3))
+    inner = wire_ipv4.udp(40000, 9, bytes(18), a, c)
+    return wire_dsr.encapsulate(
+        wire_dsr.IPFields(a, c), [wire_dsr.SourceRoute((b,), 1)], wire_ipv4.PROTO_UDP, inner
+    )
+
+
+def _forwarding_with_and_without_auth(
+    tag: str, workdir: Path, seconds: float, rounds: int = 5
+) -> dict[str, dict[str, Any]]:
+    """pkt/s through B's daemon, auth off and on, for the static engine and DSR: B's
+    daemon restarted between them, ``rounds`` alternations, the median of each (a shared
+    machine gives the forwarder a varying share of a core, so the CPU time per packet
+    is reported too)."""
+    out: dict[str, dict[str, Any]] = {}
+    for protocol, packet in (("static", None), ("dsr", _dsr_data())):
+        runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+        with VethMesh(f"{tag}a{protocol[0]}", 3, workdir / f"auth-{protocol}") as mesh:
+            auth_cfg = _auth_section(mesh.workdir)
+            for _ in range(rounds):
+                for auth in (False, True):
+                    over: dict[str, Any] = {"protocol": protocol}
+                    if auth:
+                        over["auth"] = auth_cfg
+                    _start_daemons(mesh, (2,), **over)
+                    r = _blast(mesh, 0x88B5, seconds, packet)
+                    st = mesh.status(2)
+                    r["drops"] = st["counters"]["drops"]
+                    r["auth"] = st["counters"]["auth"]
+                    r["cpu_us_per_packet"] = (
+                        r["forwarder_cpu_pct"] / 100 / r["pps"] * 1e6 if r["pps"] else 0.0
+                    )
+                    runs[auth].append(r)
+                    mesh.stop(2)
+        for auth, rs in runs.items():
+            out[f"{protocol}_auth_{'on' if auth else 'off'}"] = {
+                "pps": statistics.median(r["pps"] for r in rs),
+                "offered_pps": statistics.median(r["offered_pps"] for r in rs),
+                "forwarder_cpu_pct": statistics.median(r["forwarder_cpu_pct"] for r in rs),
+                "cpu_us_per_packet": statistics.median(r["cpu_us_per_packet"] for r in rs),
+                "runs_pps": [round(r["pps"]) for r in rs],
+                "drops": rs[-1]["drops"],
+                "auth": rs[-1]["auth"],
+            }
+    return out
+
+
+def auth_cost(rounds: int = 20_000) -> dict[str, dict[str, float]]:
+    """CPU per control frame (a RREQ, 44 bytes of IP) to sign and to verify, in µs,
+    and the bytes the trailer adds, per MAC algorithm (in process, one core)."""
+    from manetkit.daemon import auth
+    from manetkit.daemon.wire import aodv as wire_aodv
+
+    me, there = IPv4Address("10.42.0.1"), IPv4Address("10.42.0.9")
+    rreq = wire_aodv.control_packet(
+        wire_aodv.RREQ(0, 1, there, 0, me, 1, unknown_seq=True), me, wire_aodv.BROADCAST, 1
+    )
+    mac = bytes.fromhex("026d74000001")
+    res: dict[str, dict[str, float]] = {}
+    for algorithm in ("hmac-sha256", "blake2s128"):
+        key = auth.Key(1, algorithm, bytes(range(32)))  # type: ignore[arg-type]
+        tx = auth.Authenticator([key])
+        rx = auth.Authenticator([key])
+        rx.verify(0.0, tx.sign(0.0, rreq, mac), mac)  # a new index: challenged ...
+        for _ in range(3):  # ... and adopted once the challenges went both ways
+            while (c := rx.next_event()) is not None:
+                tx.verify(0.0, rx.sign(0.0, c.packet, mac), mac)
+            while (c := tx.next_event()) is not None:
+                rx.verify(0.0, tx.sign(0.0, c.packet, mac), mac)
+        t0 = time.process_time()
+        signed = [tx.sign(0.0, rreq, mac) for _ in range(rounds)]
+        t1 = time.process_time()
+        for p in signed:
+            rx.verify(0.0, p, mac)
+        t2 = time.process_time()
+        res[algorithm] = {
+            "sign_us": round((t1 - t0) / rounds * 1e6, 2),
+            "verify_us": round((t2 - t1) / rounds * 1e6, 2),
+            "trailer_bytes": len(signed[0]) - len(rreq),
+            "verified": rx.counters["verified"],
+        }
+    return res
 
 
 def _iperf(mesh: VethMesh, seconds: float) -> float:
@@ -243,7 +360,24 @@ def measure(seconds: float, workdir: Path) -> dict[str, Any]:
     with VethMesh(f"{tag}t", 3, workdir / "t") as mesh:
         _start_daemons(mesh, (1, 2, 3))
         res["daemon_tcp_mbps"] = _iperf(mesh, seconds)
+    res["auth"] = _forwarding_with_and_without_auth(tag, workdir, seconds)
+    res["auth_cost"] = auth_cost()
     return res
+
+
+def _auth_rows(
+    res: dict[str, dict[str, Any]],
+) -> list[tuple[str, float, float, float, float, float]]:
+    """(engine, pkt/s auth off, pkt/s auth on, on / off, µs CPU per packet off, on)."""
+    rows = []
+    for protocol in ("static", "dsr"):
+        off, on = res[f"{protocol}_auth_off"], res[f"{protocol}_auth_on"]
+        ratio = on["pps"] / off["pps"] if off["pps"] else 0.0
+        rows.append(
+            (protocol, off["pps"], on["pps"], ratio,
+             off["cpu_us_per_packet"], on["cpu_us_per_packet"])
+        )  # fmt: skip
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -277,6 +411,34 @@ def run(args: argparse.Namespace) -> int:
             "yes" if d >= goal else "NO",
         )
     report.show(t)
+    auth_rows = _auth_rows(r["auth"])
+    ta = Table(title="with authentication (auth: required) vs without, same run (medians)")
+    for col in (
+        "engine", "auth off", "auth on", "on / off", "CPU/pkt off, on", "per CPU-s on / off",
+        "goal", "met",
+    ):  # fmt: skip
+        ta.add_column(col, justify="right" if col != "engine" else "left")
+    for protocol, off, on, ratio, cpu_off, cpu_on in auth_rows:
+        per_cpu = cpu_off / cpu_on if cpu_on else 0.0
+        ta.add_row(
+            protocol,
+            f"{off:,.0f} pkt/s",
+            f"{on:,.0f} pkt/s",
+            f"{ratio:.1%}",
+            f"{cpu_off:.2f}, {cpu_on:.2f} µs",
+            f"{per_cpu:.1%}",
+            f">= {GOAL_AUTH_RATIO:.0%}",
+            "yes" if min(ratio, per_cpu) >= GOAL_AUTH_RATIO else "NO",
+        )
+    report.show(ta)
+    tc = Table(title="authentication of one control frame (a RREQ), in process")
+    for col in ("MAC", "sign", "verify", "trailer"):
+        tc.add_column(col, justify="right" if col != "MAC" else "left")
+    for algorithm, c in r["auth_cost"].items():
+        tc.add_row(
+            algorithm, f"{c['sign_us']} µs", f"{c['verify_us']} µs", f"{c['trailer_bytes']} B"
+        )
+    report.show(tc)
     doc = {
         "bench": "dataplane",
         "time": time.time(),
@@ -292,6 +454,23 @@ def run(args: argparse.Namespace) -> int:
         "goal_tcp_mbps": GOAL_TCP_MBPS,
         "goals_met": r["daemon_pps"]["pps"] >= GOAL_PPS and r["daemon_tcp_mbps"] >= GOAL_TCP_MBPS,
         "forwarder_counters": r["daemon_forwarder_counters"],
+        "auth_pps": {
+            name: {
+                "pps": round(v["pps"]),
+                "offered_pps": round(v["offered_pps"]),
+                "forwarder_cpu_pct": round(v["forwarder_cpu_pct"], 1),
+                "cpu_us_per_packet": round(v["cpu_us_per_packet"], 2),
+                "runs_pps": v["runs_pps"],
+                "drops": v["drops"],
+            }
+            for name, v in r["auth"].items()
+        },
+        "auth_ratio": {row[0]: round(row[3], 3) for row in auth_rows},
+        "auth_cpu_ratio": {
+            row[0]: round(row[4] / row[5], 3) if row[5] else 0.0 for row in auth_rows
+        },
+        "goal_auth_ratio": GOAL_AUTH_RATIO,
+        "auth_cost": r["auth_cost"],
     }
     report.write(args.out, "dataplane", doc)
     return 0

@@ -380,6 +380,8 @@ class Authenticator:
         challenge reply adopts the neighbour's index, a challenge request is answered,
         and any other frame must carry the neighbour's accepted index and a fresh PC.
         """
+        if len(packet) < 20 or (packet[9] != ipv4.PROTO_UDP and packet[9] != ipv4.PROTO_DSR):
+            return packet  # TCP, ICMP, ...: data, the hot path
         kind = self.kind(packet)
         if kind is None:
             return packet

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from manetkit import events as ev
 from manetkit import runner
-from manetkit.daemon.auth import Authenticator, Rejected
+from manetkit.daemon.auth import Authenticator, Handled, Rejected
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
@@ -284,8 +284,13 @@ class Daemon:
             self._radio_lost()
 
     def _rx_frame(self, mac: bytes, packet: bytes) -> None:
-        if self.auth is not None and (packet := self._verified(mac, packet)) is None:
-            return
+        auth = self.auth
+        if auth is not None:
+            out = auth.verify(self._now, packet, mac)  # data comes back as it came
+            if type(out) is not bytes:
+                self._refused(mac, out)  # type: ignore[arg-type]
+                return
+            packet = out
         if packet[16] == 255 and is_hello(packet, self._hello_port):
             self._on_hello(mac, packet)
             return
@@ -293,17 +298,22 @@ class Daemon:
 
     def _verified(self, mac: bytes, packet: bytes) -> bytes | None:
         """The packet for the engine, or None: dropped (counted) or a challenge."""
-        auth = self.auth
-        assert auth is not None
-        out = auth.verify(self._now, packet, mac)
+        assert self.auth is not None
+        out = self.auth.verify(self._now, packet, mac)
         if type(out) is bytes:
             return out
+        self._refused(mac, out)  # type: ignore[arg-type]
+        return None
+
+    def _refused(self, mac: bytes, out: Rejected | Handled) -> None:
+        """A frame the engine does not get: count a refusal, send any challenge."""
+        auth = self.auth
+        assert auth is not None
         if type(out) is Rejected:
             self.drops[f"auth-{out.reason}"] += 1
         # RFC 8967 4.3's challenges: requests for a new index, replies to ours.
         while (c := auth.next_event()) is not None:
             self._send_signed(c.mac, c.packet)
-        return None
 
     def _send_signed(self, mac: bytes, packet: bytes) -> None:
         """A control frame of the shell's own (beacon, challenge): signed, counted."""
