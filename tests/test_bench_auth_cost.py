@@ -22,3 +22,12 @@ def test_the_blasted_dsr_data_is_never_signed():
     assert [type(p.option) for p in hdr.options] == [dsr.SourceRoute]
     a = auth.Authenticator([auth.Key(1, "hmac-sha256", bytes(32))])
     assert a.kind(packet) is None and a.verify(0.0, packet, bytes(6)) == packet
+
+
+def test_forwarding_cost_runs_the_shell_and_engine_with_and_without_auth():
+    from manetkit.bench.dataplane import forwarding_cost
+
+    res = forwarding_cost(packets=300, rounds=1, batch=64)  # asserts every packet went out
+    assert set(res) == {"static", "dsr"}
+    for r in res.values():
+        assert r["off_us"] > 0 and r["on_us"] > 0

@@ -88,6 +88,7 @@ _CHALLENGE_REQUEST, _CHALLENGE_REPLY = b"MKCQ", b"MKCR"  # + nonce: 12 bytes too
 _DOMAIN = b"MKA2"  # MKA1 did not bind the transmitter's MAC address
 _LIMITED_BROADCAST = IPv4Address("255.255.255.255")
 _UNSPECIFIED = IPv4Address("0.0.0.0")
+_UDP, _DSR, _SRCRT, _AODV_PORT = ipv4.PROTO_UDP, ipv4.PROTO_DSR, dsr.OPT_SRCRT, aodv.AODV_PORT
 
 
 # --- configuration -------------------------------------------------------------------
@@ -309,12 +310,14 @@ class Authenticator:
     def sign(self, now: float, packet: bytes, mac: bytes) -> bytes:
         """``packet`` with a fresh trailer (any old one replaced), to be transmitted from
         the radio whose address is ``mac``; data unchanged."""
+        if is_data(packet, self.hello_port):
+            return packet  # the data plane's hot path
         kind = self.kind(packet)
         if kind is None:
             return packet
         try:
             if kind == "dsr":
-                if _dsr_is_data(packet):
+                if _dsris_data(packet):
                     return packet
                 out, mac_at = self._sign_dsr(packet)
             else:
@@ -380,8 +383,8 @@ class Authenticator:
         challenge reply adopts the neighbour's index, a challenge request is answered,
         and any other frame must carry the neighbour's accepted index and a fresh PC.
         """
-        if len(packet) < 20 or (packet[9] != ipv4.PROTO_UDP and packet[9] != ipv4.PROTO_DSR):
-            return packet  # TCP, ICMP, ...: data, the hot path
+        if is_data(packet, self.hello_port):
+            return packet  # the data plane's hot path
         kind = self.kind(packet)
         if kind is None:
             return packet
@@ -390,7 +393,7 @@ class Authenticator:
         except (ipv4.MalformedPacket, aodv.MalformedAodv):
             return self._reject("malformed")  # a trailer, or a message, that does not parse
         if trailer is None:
-            if kind == "dsr" and _dsr_is_data(packet):
+            if kind == "dsr" and _dsris_data(packet):
                 return packet
             if self.required or (kind == "hello" and _challenge(packet) is not None):
                 return self._reject("unsigned")
@@ -519,6 +522,28 @@ class Authenticator:
         return _trailer(start, start + 2, data)
 
 
+def is_data(p: bytes, hello_port: int) -> bool:
+    """Surely data, never signed: neither DSR nor UDP (TCP, ICMP, ...), a DSR packet
+    whose one option is a Source Route, UDP to another port than AODV's and the
+    beacons'. The per-packet test of the data plane (:meth:`Authenticator.kind`'s
+    first cases, with no call and no parsing)."""
+    n = len(p)
+    if n < 20:
+        return True
+    proto = p[9]
+    ihl = (p[0] & 15) * 4
+    if proto == _UDP:
+        if n < ihl + 4:
+            return False
+        dport = (p[ihl + 2] << 8) | p[ihl + 3]
+        return dport != _AODV_PORT and dport != hello_port
+    if proto != _DSR:
+        return True
+    return (
+        n >= ihl + 6 and p[ihl + 4] == _SRCRT and p[ihl + 5] + 2 == ((p[ihl + 2] << 8) | p[ihl + 3])
+    )
+
+
 def _challenge(packet: bytes) -> tuple[bytes, bytes] | None:
     """(magic, nonce) of a challenge request or reply (a beacon-port packet), else None."""
     at = (packet[0] & 15) * 4 + 8
@@ -540,7 +565,7 @@ def _is_auth_option(opt: dsr.Option) -> bool:
     return isinstance(opt, dsr.UnknownOption) and opt.type == DSR_OPT_AUTH
 
 
-def _dsr_is_data(packet: bytes) -> bool:
+def _dsris_data(packet: bytes) -> bool:
     """A DSR packet carrying only Source Route / padding options (never signed)."""
     _hdr, dh = dsr.parse(packet)
     return all(

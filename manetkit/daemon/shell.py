@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from manetkit import events as ev
 from manetkit import runner
-from manetkit.daemon.auth import Authenticator, Handled, Rejected
+from manetkit.daemon.auth import Authenticator, Handled, Rejected, is_data
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
@@ -285,8 +285,8 @@ class Daemon:
 
     def _rx_frame(self, mac: bytes, packet: bytes) -> None:
         auth = self.auth
-        if auth is not None:
-            out = auth.verify(self._now, packet, mac)  # data comes back as it came
+        if auth is not None and not is_data(packet, self._hello_port):  # data: never signed
+            out = auth.verify(self._now, packet, mac)
             if type(out) is not bytes:
                 self._refused(mac, out)  # type: ignore[arg-type]
                 return
@@ -445,13 +445,16 @@ class Daemon:
             macs.clear()
             self._macs_version = nb.version
         is_control = self._is_control
+        hello_port = self._hello_port
         counters = self.counters
         next_event = engine.next_event
         while (a := next_event()) is not None:
             t = type(a)
             if t is SendFrame:
                 hop = a.next_hop
-                packet = a.packet if auth is None else auth.sign(self._now, a.packet, dp.mac)
+                packet = a.packet
+                if auth is not None and not is_data(packet, hello_port):
+                    packet = auth.sign(self._now, packet, dp.mac)
                 if is_control is not None and is_control(packet):
                     counters["control-tx-frames"] += 1
                     counters["control-tx-bytes"] += len(packet)
