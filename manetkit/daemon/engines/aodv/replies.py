@@ -71,9 +71,9 @@ class ReplyHandler:
             self.counters["rrep-no-reverse"] += 1
             return
         # 6.7: precursors, so a later break reaches everybody using the route.
-        fwd.precursors.add(rev.next_hop)
-        nbr.precursors.add(rev.next_hop)
-        rev.precursors.add(fwd.next_hop)
+        self.table.add_precursor(fwd, rev.next_hop)
+        self.table.add_precursor(nbr, rev.next_hop)
+        self.table.add_precursor(rev, fwd.next_hop)
         t = now + self.active_route_timeout
         if rev.expires < t:
             rev.expires = t

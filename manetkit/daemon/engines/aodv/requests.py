@@ -99,8 +99,8 @@ class RequestHandler:
             and fwd.next_hop != sender  # never answer with a route through the asker
         ):
             # 6.6.2: an intermediate node with a fresh enough route replies.
-            fwd.precursors.add(rev.next_hop)
-            rev.precursors.add(fwd.next_hop)
+            self.table.add_precursor(fwd, rev.next_hop)
+            self.table.add_precursor(rev, fwd.next_hop)
             life = max(int((fwd.expires - now) * 1000), 0)
             rrep = aodv.RREP(fwd.hops, m.dest, fwd.seq, m.orig, life)
             self.counters["rrep-sent-intermediate"] += 1

@@ -41,7 +41,7 @@ class Routes:
         became_valid: Callable[[float, Route, RouteState | None], None],
     ) -> None:
         self.address = address
-        self.table = RouteTable(config.route_table_size)
+        self.table = RouteTable(config.route_table_size, counters)
         self.metric = metric
         self.deadline = deadline
         self.out = out

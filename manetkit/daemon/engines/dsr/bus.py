@@ -116,8 +116,9 @@ class DsrBus:
             self.forwarder.send_data(now, inner, route, salvage + 1)
         elif sr is not None:
             self.forwarder.source_routed(
-                now, packet, ip.ihl, sr.offset, ip.total_length, None, None, False
-            )
+                now, packet, ip.ihl, sr.offset, ip.total_length, None, None, False,
+                self.forwarder.trust_data,
+            )  # fmt: skip
         else:
             self.bus.out.drop("bus-no-route", packet)
 

@@ -10,6 +10,9 @@
 - Unknown options: RFC 4728 6.1's two high bits of the type say ignore, remove or drop.
 
 A control packet with a Source Route then travels on like data (:mod:`.forwarding`).
+With ``trust_data`` off (authentication required), a packet whose options are only a
+Source Route and padding was not signed (:mod:`.trust`): it travels on but teaches
+nothing, and one carrying this node's own address as its source is dropped.
 """
 
 from __future__ import annotations
@@ -49,8 +52,10 @@ class ControlPath:
         atra: DsrAtra | None,
         out: Outbox,
         counters: Counter[str],
+        trust_data: bool = True,
     ) -> None:
         self.address = address
+        self.trust_data = trust_data
         self.links = links
         self.routes = routes
         self.strategy = strategy
@@ -92,6 +97,18 @@ class ControlPath:
                     changed = True
                     continue
             keep.append(p)
+        # Only padding besides any Source Route: data in disguise, never signed.
+        unsigned = not items and all(
+            isinstance(p.option, dsr.SourceRoute | dsr.Pad1 | dsr.PadN) for p in keep
+        )
+        if unsigned and ip.src == self.address:
+            route = hdr.first(dsr.SourceRoute)
+            salvaged = route is not None and route.option.salvage  # type: ignore[union-attr]
+            if not (salvaged and self.trust_data):  # as DsrEngine's data path
+                self.counters["own-source"] += 1
+                self.out.drop("own-source", packet)
+                return
+        trusted = self.trust_data or not unsigned
         if changed:
             opts = [p.option for p in keep]
             inner = bytes(packet[hdr.end : ip.total_length])
@@ -108,8 +125,9 @@ class ControlPath:
         if sr is not None:
             mark = len(self.out.queue)
             self.forwarder.source_routed(
-                now, bytes(buf), ip.ihl, sr.offset, ip.total_length, src_mac, rssi, True
-            )
+                now, bytes(buf), ip.ihl, sr.offset, ip.total_length, src_mac, rssi, True,
+                trusted,
+            )  # fmt: skip
             if relay and self.bus.on:
                 # Relayed an ERDN/ERSN: keep it until the next hop acknowledges it.
                 for a in self.out.sent_since(mark)[:1]:
@@ -117,8 +135,11 @@ class ControlPath:
             return
         if ip.dst == self.address:
             # A one-hop control packet without a Source Route (other implementations).
-            self.links.heard(now, ip.src, src_mac, rssi)
-            self.routes.learn(now, (self.address, ip.src))
+            if trusted:
+                self.links.heard(now, ip.src, src_mac, rssi)
+                self.routes.learn(now, (self.address, ip.src))
+            else:
+                self.counters["unsigned-not-learned"] += 1
             self.forwarder.deliver(bytes(buf), ip.ihl, ip.total_length, control=True)
             return
         self.out.drop("no-source-route", packet)

@@ -27,6 +27,16 @@ TCP-BuS pivot repaired), a discovery that gave up (route-down), a link event.
 The link admission policy (:mod:`manetkit.daemon.admission`) and the
 path metric (:mod:`manetkit.daemon.engines.shared.metric`) are plug-ins; their
 defaults (admit every link, hop count) are RFC 4728's behaviour.
+
+``trust_data=False`` (the shell passes it when authentication is required,
+docs/security.md): a packet whose options are only a Source Route and padding is
+unsigned, so it is forwarded or delivered but teaches nothing: no neighbour binding, no
+cached route, no gratuitous reply, no salvage or TCP-BuS pivot, no Atra pin. Routes
+come from signed control only (Ariadne's rule: Hu, Perrig & Johnson, MobiCom 2002).
+A data packet from the radio that carries this node's own address as its IP source is
+dropped (counted ``own-source``): none is genuine, except one salvaged (8.4.3) over a
+route back through its source, which is forwarded while ``trust_data`` holds (with
+authentication required nothing unsigned is salvaged, so no such packet exists).
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ from manetkit.daemon.engines.dsr.shortening import Shortening
 from manetkit.daemon.engines.dsr.signalling import BROADCAST, Signalling
 from manetkit.daemon.engines.dsr.strategy import PathStrategy, SingleRoute
 from manetkit.daemon.engines.dsr.timers import Timer, Timers
+from manetkit.daemon.engines.dsr.trust import route_only
 from manetkit.daemon.engines.shared.addresses import AddressMemo
 from manetkit.daemon.engines.shared.bus import Bus
 from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
@@ -99,9 +110,12 @@ class DsrEngine(RoutingEngine):
         strategy: StrategyFactory | None = None,
         admission: LinkAdmission = ADMIT_ALL,
         metric: PathMetric = HOP_COUNT,
+        trust_data: bool = True,
     ) -> None:
         super().__init__()
         self.address = address
+        self._me = address.packed
+        self.trust_data = trust_data
         self.config = cfg = config or DsrConfig()
         self.neighbours = neighbours if neighbours is not None else NeighbourTable()
         # Injected for simulations; else seeded from the config (tests) or the OS.
@@ -144,7 +158,7 @@ class DsrEngine(RoutingEngine):
         shortening = Shortening(address, cfg, self.routes, self.signalling, addr, counters)
         self.forwarder = Forwarder(
             address, self.cache, self.links, self.routes, shortening, self.bus, atra, addr,
-            out, self.strategy.memo_routes,
+            out, self.strategy.memo_routes, trust_data,
         )  # fmt: skip
         self.dsr_bus = DsrBus(
             address, cfg, self.bus, self.cache, self.links, self.signalling, self.forwarder,
@@ -170,11 +184,12 @@ class DsrEngine(RoutingEngine):
         self.maintenance = Maintenance(
             address, cfg, self.cache, self.links, self.routes, self.discovery,
             self.signalling, self.forwarder, self.bus, self.dsr_bus, self.atra, out,
-            counters, resend=self.send_local,
+            counters, resend=self.send_local, trust_data=trust_data,
         )  # fmt: skip
         self.control = ControlPath(
             address, self.links, self.routes, self.strategy, self.discovery, self.requests,
             self.maintenance, self.forwarder, self.bus, self.dsr_bus, self.atra, out, counters,
+            trust_data=trust_data,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ inputs
@@ -199,8 +214,10 @@ class DsrEngine(RoutingEngine):
                 raise dsr.MalformedDsr(f"DSR payload length {plen} runs past the packet")
             if plen >= 4 and packet[o] == dsr.OPT_SRCRT and packet[o + 1] + 2 == plen:
                 # A data packet whose only option is the Source Route.
+                if packet[12:16] == self._me and self._own_source(packet, o):
+                    return
                 self.forwarder.source_routed(
-                    now, bytes(packet), ihl, o, total, src_mac, rssi_dbm, False
+                    now, bytes(packet), ihl, o, total, src_mac, rssi_dbm, False, self.trust_data
                 )
             else:
                 self.control.received(now, packet, src_mac, rssi_dbm)
@@ -208,6 +225,16 @@ class DsrEngine(RoutingEngine):
             self.counters["malformed"] += 1
             self.last_malformed = str(e)
             self.out.drop("malformed", packet)
+
+    def _own_source(self, packet: bytes, o: int) -> bool:
+        """Drop (and count) a data packet with this node's own address as its source
+        whose Source Route is at ``o``; False when it may go on (see the docstring)."""
+        salvage = ((packet[o + 2] & 0x03) << 2) | (packet[o + 3] >> 6)
+        if salvage and self.trust_data:
+            return False
+        self.counters["own-source"] += 1
+        self.out.drop("own-source", packet)
+        return True
 
     def overhear_frame(
         self, now: float, packet: bytes, src_mac: bytes | None = None, rssi_dbm: float | None = None
@@ -220,6 +247,9 @@ class DsrEngine(RoutingEngine):
                 return
             ihl = (packet[0] & 0x0F) * 4
             o = ihl + dsr.HEADER_LEN
+            if not self.trust_data and route_only(packet, ihl):
+                self.counters["unsigned-not-shortened"] += 1  # teaches nothing
+                return
             if packet[o] == dsr.OPT_SRCRT and o + 4 <= len(packet):
                 sr_at = o  # a data packet: the Source Route comes first
             else:

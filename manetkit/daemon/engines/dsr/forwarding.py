@@ -7,7 +7,12 @@ Source Route option, delivering at the destination.
   on the packet bytes; the destination strips the DSR header and delivers. A packet
   whose route names another receiver was overheard (route shortening, 8.4.4).
 - Every packet this node receives teaches the neighbour table its sender's MAC and the
-  route cache the route it travelled (8.1.4 "add all usable routing information").
+  route cache the route it travelled (8.1.4 "add all usable routing information"),
+  unless its route cannot be trusted: with authentication required (docs/security.md)
+  a packet carrying only a Source Route is unsigned, so it is forwarded or delivered
+  but teaches nothing (no neighbour, no cached route, no gratuitous reply, no Atra
+  pin), as Ariadne learns routes only from authenticated discovery (Hu, Perrig &
+  Johnson, MobiCom 2002, section 4).
 
 This is the per-packet hot path: it reads the few bytes it needs in place, and what
 depends only on the route (next hop, neighbour and cache learning) is memoised per
@@ -46,6 +51,7 @@ class Forwarder:
         addr: AddressMemo,
         out: Outbox,
         memo_routes: bool,
+        trust_data: bool = True,
     ) -> None:
         self.address = address
         self._me = address.packed
@@ -60,6 +66,9 @@ class Forwarder:
         self.counters = out.counters
         self._queue = out.queue
         self.memo_routes = memo_routes
+        # False with authentication required: unsigned (Source-Route-only) packets
+        # teach nothing (module docstring).
+        self.trust_data = trust_data
         # (route, sender MAC) -> (when learnt, next hop)
         self._hot: dict[bytes, tuple[float, IPv4Address | None]] = {}
         # destination -> (cache generation, when, next hop, Source Route option bytes)
@@ -145,8 +154,10 @@ class Forwarder:
         src_mac: bytes | None,
         rssi: float | None,
         control: bool,
+        trusted: bool,
     ) -> None:
-        """Forward or deliver by the Source Route option at ``o`` (RFC 4728 8.1.4)."""
+        """Forward or deliver by the Source Route option at ``o`` (RFC 4728 8.1.4);
+        ``trusted``: the packet may teach this node (it is signed, or auth is off)."""
         olen = packet[o + 1]
         n4 = olen - 2
         if n4 < 0 or n4 & 3:
@@ -158,12 +169,19 @@ class Forwarder:
         a0 = o + 4
         pos = a0 + n4 - 4 * sl  # where this receiver's address sits (a0 + n4: the IP dst)
         if (packet[pos : pos + 4] if sl else packet[ipv4.DST]) != self._me:
-            self.shortening.overheard(now, packet, o)
+            if trusted:
+                self.shortening.overheard(now, packet, o)
+            else:
+                self.counters["unsigned-not-shortened"] += 1
             return
         key = packet[12:20] + packet[o + 2 : a0 + n4] + (src_mac or b"")
         hot = self._hot.get(key)
         if hot is None or now - hot[0] >= HOT_REFRESH:
-            hot = self._learn_from_route(now, packet, o, pos, sl, src_mac, rssi)
+            if trusted:
+                hot = self._learn_from_route(now, packet, o, pos, sl, src_mac, rssi)
+            else:
+                self.counters["unsigned-not-learned"] += 1
+                hot = (now, self._next_hop(packet, pos, sl))
             if len(self._hot) > MAX_MEMO:
                 self._hot.clear()
                 self.counters["memo-cleared"] += 1
@@ -171,7 +189,8 @@ class Forwarder:
         atra = self.atra
         if not sl:
             delivered = self.deliver(packet, ihl, total, control)
-            if delivered is not None and atra is not None and atra.cfg.srp and not control:
+            srp = atra is not None and atra.cfg.srp and not control
+            if delivered is not None and srp and trusted:
                 self._pin(now, packet, o, delivered)
             return
         bus = self.bus
@@ -213,9 +232,13 @@ class Forwarder:
         addrs = [packet[a0 + 4 * i : a0 + 4 * i + 4] for i in range(n)]
         full = ([packet[ipv4.SRC]] if salvage == 0 else []) + addrs + [packet[ipv4.DST]]
         self.routes.learn_around(now, [self.addr(a) for a in full])
+        return now, self._next_hop(packet, pos, sl)
+
+    def _next_hop(self, packet: bytes, pos: int, sl: int) -> IPv4Address | None:
+        """The address after this node's in the route (None: this node is the last)."""
         if not sl:
-            return now, None
-        return now, self.addr(packet[pos + 4 : pos + 8] if sl > 1 else packet[ipv4.DST])
+            return None
+        return self.addr(packet[pos + 4 : pos + 8] if sl > 1 else packet[ipv4.DST])
 
     def deliver(self, packet: bytes, ihl: int, total: int, control: bool) -> bytes | None:
         """Strip the DSR header and hand the original packet up (RFC 4728 8.1.4); the

@@ -11,6 +11,9 @@
   cached route, up to MaxSalvageCount times; this node's own packet is sent again as if
   new (another cached route, or the send buffer and a discovery), and with
   ``rediscover_on_break`` it asks for a fresh route at once (:meth:`Discovery.refresh`).
+  With ``trust_data`` off (authentication required) another source's unsigned packet
+  (:mod:`.trust`) is reported to its source but neither salvaged nor held by a TCP-BuS
+  pivot: nothing unsigned decides what this node does next.
 
 Network-layer acknowledgements (8.3.3, RexmtBufferSize, MaxMaintRexmt) are not used:
 802.11 gives link-layer feedback, which RFC 4728 8.3.1 prefers.
@@ -59,8 +62,10 @@ class Maintenance:
         out: Outbox,
         counters: Counter[str],
         resend: Callable[[float, bytes], None],
+        trust_data: bool = True,
     ) -> None:
         self.address = address
+        self.trust_data = trust_data
         self.config = config
         self.cache = cache
         self.links = links
@@ -126,8 +131,9 @@ class Maintenance:
             return
         data = hdr.next_header != dsr.NO_NEXT_HEADER
         flow = flow_from_fields(fields) if data else None
+        trusted = self.trust_data or _carries_control(hdr)
         key = None
-        if self.bus.on and flow is not None and flow.proto == ipv4.PROTO_TCP:
+        if trusted and self.bus.on and flow is not None and flow.proto == ipv4.PROTO_TCP:
             key = (flow.src.packed, flow.dst.packed, flow.sport, flow.dport)
             if key in self.bus.state.holds:
                 self.bus.hold(key, packet)  # this flow's break is already being handled
@@ -138,6 +144,10 @@ class Maintenance:
             notices.append(mx.Notice(mx.KIND_ERDN, ident, self.address, flow))
         self.signalling.error(now, ip.src, neighbour, salvage, notices)
         if not data:
+            self.out.drop("link-broken", packet)
+            return
+        if not trusted:
+            self.counters["unsigned-not-salvaged"] += 1
             self.out.drop("link-broken", packet)
             return
         if key is not None and flow is not None:
@@ -185,6 +195,11 @@ class Maintenance:
                     fields["seq"] = elfn.seq
                 self.counters["elfn-received"] += 1
             self.out.notify(ev.RouteDown(**fields))
+
+
+def _carries_control(hdr: dsr.DsrHeader) -> bool:
+    """An option besides Source Route and padding: the packet was signed (:mod:`.trust`)."""
+    return any(not isinstance(p.option, dsr.SourceRoute | dsr.Pad1 | dsr.PadN) for p in hdr.options)
 
 
 def _failed_packet(packet: bytes) -> Failed:

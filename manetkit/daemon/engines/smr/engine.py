@@ -32,6 +32,7 @@ class SmrEngine(DsrEngine):
         *,
         admission: LinkAdmission = ADMIT_ALL,
         metric: PathMetric = HOP_COUNT,
+        trust_data: bool = True,
     ) -> None:
         cfg = config or SmrConfig()
 
@@ -42,6 +43,7 @@ class SmrEngine(DsrEngine):
             )  # fmt: skip
 
         super().__init__(
-            address, cfg, neighbours, rng, strategy=strategy, admission=admission, metric=metric
-        )
+            address, cfg, neighbours, rng, strategy=strategy, admission=admission, metric=metric,
+            trust_data=trust_data,
+        )  # fmt: skip
         self.smr = cfg
