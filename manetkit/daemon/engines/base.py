@@ -211,6 +211,8 @@ class RoutingEngine(ABC):
     name: str = "?"
     # True: the shell makes the radio promiscuous and feeds overhear_frame.
     wants_overheard: bool = False
+    # True: the shell feeds BeaconHeard and TxReport (link quality's observations).
+    wants_link_reports: bool = False
     # Which of this engine's frames are routing control (its wire's test), for the
     # shell's control-bytes counters; None: the engine sends no control of its own.
     is_control_frame: Callable[[bytes], bool] | None = None

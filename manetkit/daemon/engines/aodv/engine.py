@@ -109,6 +109,7 @@ class AodvEngine(RoutingEngine):
         self.lq = (
             LinkQuality(lqc, address, self.counters, neighbours.capacity) if lqc.enabled else None
         )
+        self.wants_link_reports = self.lq is not None
         if admission is None:
             admission = self.lq.admission if self.lq and self.lq.admission else ADMIT_ALL
         if metric is None:

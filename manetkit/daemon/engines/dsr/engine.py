@@ -117,6 +117,7 @@ class DsrEngine(RoutingEngine):
             if lqc.enabled
             else None
         )
+        self.wants_link_reports = self.lq is not None
         if admission is None:
             admission = self.lq.admission if self.lq and self.lq.admission else ADMIT_ALL
         if metric is None:
