@@ -9,8 +9,8 @@ failure breaks the link here only when
 - ``failures`` consecutive failures came (no delivery between them), or
 - the neighbour has been silent for ``silence_s`` (no beacon, no signal sample), or
 - its smoothed signal is below ``floor_dbm`` (or admission's ``release_dbm``), or
-- its signal is falling at least ``trend_db_per_s`` (the Kalman slope, two standard
-  deviations clear of zero): it is walking away.
+- its signal is falling at least ``trend_db_per_s`` (the Kalman slope, one standard
+  deviation clear of zero): it is walking away.
 
 Otherwise the failure is vetoed: the engine keeps the link and sends the packet again.
 """
@@ -43,6 +43,6 @@ class FailureVeto:
         if self.floor is not None and smoothed is not None and smoothed < self.floor:
             return "weak"
         tr = st.trend
-        if tr.samples >= 3 and tr.slope <= -v.trend_db_per_s and tr.slope < -2 * tr.slope_sd:
+        if tr.samples >= 3 and tr.slope <= -v.trend_db_per_s and tr.slope < -tr.slope_sd:
             return "falling"
         return None
