@@ -316,7 +316,7 @@ def test_smr_path_selection_takes_a_cost_in_place_of_hops():
     dear[(1, 2, 5)] = 10.0  # it got worse since
     gone, sw = ps.cut(3, 4, cost)
     assert sw is not None and sw.new == (1, 6, 5)  # the cheapest backup now, not the first
-    plain: PathSet = PathSet(Mode.BACKUP1, 3)
+    plain: PathSet = PathSet(Mode.BACKUP2, 3)  # never swaps on a reply
     for p in ((1, 3, 4, 5), (1, 2, 5), (1, 6, 5)):
         plain.offer(0.0, p)
     assert plain.cut(3, 4)[1].new == (1, 2, 5)  # hop count: the first backup
