@@ -130,7 +130,9 @@ class AodvEngine(RoutingEngine):
         # even with bus off; holding and pivot repair only with ``bus``.
         self.bus = Bus(c, out)
         # Atra (docs/atra.md): only with a mechanism on.
-        atra = AtraState(c.atra, address) if c.atra.enabled else None
+        # Atra's trend predictor reads the measured loss from link quality, when it runs.
+        loss_of = self.lq.estimates.recent_loss if self.lq is not None else None
+        atra = AtraState(c.atra, address, loss_of) if c.atra.enabled else None
         self.links = LinkView(
             neighbours, c.blacklist_timeout_ms / 1000, admission, self.deadline, counters
         )

@@ -136,7 +136,9 @@ class DsrEngine(RoutingEngine):
         # bus off; holding and repair only with ``bus``.
         self.bus = Bus(cfg, out)
         # Atra (docs/atra.md): only with a mechanism on.
-        atra = AtraState(cfg.atra, address) if cfg.atra.enabled else None
+        # Atra's trend predictor reads the measured loss from link quality, when it runs.
+        loss_of = self.lq.estimates.recent_loss if self.lq is not None else None
+        atra = AtraState(cfg.atra, address, loss_of) if cfg.atra.enabled else None
         self.signalling = Signalling(
             address, cfg, self.cache, self.timers, self.bus.state, out, counters
         )

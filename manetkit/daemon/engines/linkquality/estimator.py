@@ -29,6 +29,7 @@ from ipaddress import IPv4Address
 from manetkit.daemon.engines.linkquality.config import LinkQualityConfig
 from manetkit.daemon.engines.linkquality.smoothing import DecayedRatio, Ewma, KalmanTrend
 
+RECENT_S = 1.0  # half-life of the recent delivery ratio (Atra's trigger)
 HISTORY_BITS = 64  # beacons remembered per neighbour (config windows are <= 64)
 _MASK = (1 << HISTORY_BITS) - 1
 
@@ -75,6 +76,7 @@ class LinkState:
     signal: Ewma
     trend: KalmanTrend
     tx: DecayedRatio
+    tx_recent: DecayedRatio  # the last second or so (Atra's measured loss)
     last_heard: float = float("-inf")
     signal_at: float = float("-inf")
     admitted_signal: bool | None = None  # hysteresis state; None: no signal yet
@@ -105,6 +107,7 @@ class LinkEstimates:
                 Ewma(self.cfg.admission.signal_half_life_s),
                 KalmanTrend(),
                 DecayedRatio(self.cfg.metric.memory_s),
+                DecayedRatio(RECENT_S),
             )
         return st
 
@@ -144,6 +147,7 @@ class LinkEstimates:
         st = self._state(now, nb)
         if attempts > 0:
             st.tx.add(now, attempts, min(delivered, attempts))
+            st.tx_recent.add(now, attempts, min(delivered, attempts))
         if delivered > 0 and st.failures and now > st.last_failure:
             st.failures = 0
             st.vetoed = 0
@@ -201,4 +205,20 @@ class LinkEstimates:
                 return m.max_cost
             dr = min(heard / covered, 1.0)
             return min(1 / (dr * dr), m.max_cost)
+        return None
+
+    def recent_loss(self, now: float, nb: IPv4Address) -> float | None:
+        """The share of 802.11 attempts to ``nb`` that failed in the last second or so
+        (at least 2 attempts, decayed), else of its last 4 beacons that did not come,
+        else None: Atra's measured loss (``atra.predictor: trend``)."""
+        st = self.links.get(nb)
+        if st is None:
+            return None
+        if st.tx_recent.weight(now) >= 2:
+            ratio = st.tx_recent.ratio()
+            if ratio is not None:
+                return 1 - ratio
+        if st.beacons is not None:
+            heard, covered = st.beacons.counts(now, 4)
+            return 1 - heard / covered if covered else None
         return None
