@@ -6,7 +6,9 @@ client writes one JSON object with a ``"cmd"`` and a newline, the server answers
 line, ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``; the connection stays
 open for the next request.
 
-:func:`request` is the one client; :class:`LineServer` the one server. The server:
+:func:`request` is the one client of a request, :func:`subscribe` the one subscriber of
+an event stream (the daemon's events, a lab radio's), :class:`LineServer` the one
+server. The server:
 
 - creates its socket 0660, owned by the process (root on a real node) and, if a group is
   configured, by that group (``chown``), so only root and that group can connect;
@@ -30,7 +32,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,132 @@ def request(path: str | Path, cmd: dict[str, Any], timeout: float = 3.0) -> dict
     if not line:
         raise ConnectionError(f"{path} closed the connection without a reply")
     return json.loads(line)
+
+
+SUBSCRIBE = b'{"cmd":"subscribe"}\n'
+# Longest event line a subscriber reads (a lab radio's tx-failed carries a frame in hex).
+EVENT_LINE_LIMIT = 1 << 20
+
+
+class Subscription:
+    """One subscription to a server's event stream (see :func:`subscribe`)."""
+
+    def __init__(self, path: str | Path, limit: int = EVENT_LINE_LIMIT) -> None:
+        self.path = Path(path)
+        self.limit = limit
+        self.subscribed = False  # the server confirmed ({"ok": true, "subscribed": true})
+        self.malformed = 0  # lines that were not JSON objects
+        self._sock: socket.socket | None = None
+        self._file: Any = None  # the blocking connection's reader
+        self._writer: asyncio.StreamWriter | None = None
+
+    def _event(self, line: bytes) -> dict[str, Any] | None:
+        """The event in ``line``; None for a reply (counted if it is no JSON object)."""
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self.malformed += 1
+            return None
+        if not isinstance(obj, dict):
+            self.malformed += 1
+            return None
+        if "event" in obj:
+            return obj
+        if obj.get("subscribed"):
+            self.subscribed = True
+        return None
+
+    def connect(self, timeout: float | None = 5.0) -> Subscription:
+        """Blocking: connect and subscribe, returning once the server confirmed (so no
+        event published afterwards is missed). ``OSError`` if the server is not there
+        or refuses (``ConnectionError`` naming its reason)."""
+        if self._file is not None:
+            return self
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(timeout)
+            s.connect(str(self.path))
+            s.sendall(SUBSCRIBE)
+            f = s.makefile("rb")
+            first = f.readline()
+            try:
+                reply = json.loads(first) if first else {}
+            except ValueError:
+                reply = {}
+            if not reply.get("subscribed"):
+                f.close()
+                raise ConnectionError(
+                    f"{self.path} refused the subscription: {reply.get('error', first[:200])}"
+                )
+            s.settimeout(None)
+        except BaseException:
+            s.close()
+            raise
+        self.subscribed = True
+        self._sock, self._file = s, f
+        return self
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Blocking: (connect and) yield each event until the stream ends, or until
+        :meth:`close` from another thread."""
+        self.connect()
+        f = self._file
+        try:
+            for line in f:
+                ev = self._event(line)
+                if ev is not None:
+                    yield ev
+        except OSError:
+            if self._sock is not None:  # not close(): the caller wants to know
+                raise
+        finally:
+            self.subscribed = False
+            f.close()
+            self._file = None
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        """asyncio: connect, subscribe, yield each event until the stream ends.
+        ``OSError`` if the server is not there or the connection breaks."""
+        reader, writer = await asyncio.open_unix_connection(str(self.path), limit=self.limit)
+        self._writer = writer
+        try:
+            writer.write(SUBSCRIBE)
+            await writer.drain()
+            while line := await reader.readline():
+                ev = self._event(line)
+                if ev is not None:
+                    yield ev
+        finally:
+            self.subscribed = False
+            self._writer = None
+            writer.close()
+
+    def send(self, obj: dict[str, Any]) -> bool:
+        """Write a request on the subscribed connection (asyncio; fire and forget: its
+        reply line has no ``event`` and is skipped). False when not connected."""
+        w = self._writer
+        if w is None or w.is_closing():
+            return False
+        w.write(encode(obj))
+        return True
+
+    def close(self) -> None:
+        """End a blocking subscription (also from another thread, ending its loop)."""
+        s, self._sock = self._sock, None
+        if s is not None:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def subscribe(path: str | Path, limit: int = EVENT_LINE_LIMIT) -> Subscription:
+    """Subscribe to the event stream of the server on ``path`` (``{"cmd":"subscribe"}``):
+    iterate the result, ``for ev in ...`` in a thread (after :meth:`Subscription.connect`
+    when no event may be missed) or ``async for ev in ...`` in asyncio, to get each event
+    object (a dict with ``"event"``; the typed readers are
+    :func:`manetkit.events.from_wire` and :func:`manetkit.radioevents.from_wire`).
+    Replies are skipped; reconnecting is the caller's choice."""
+    return Subscription(path, limit)
 
 
 def encode(obj: dict[str, Any]) -> bytes:

@@ -122,3 +122,80 @@ def test_close_with_connected_clients_logs_no_error(tmp_path, caplog):
     with caplog.at_level("ERROR", logger="asyncio"):
         asyncio.run(main())
     assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
+
+
+def test_subscribe_in_asyncio_yields_events_skips_replies_and_can_send(tmp_path):
+    from manetkit.jsonlines import subscribe
+
+    asked: list[dict] = []
+
+    def handle(req):
+        asked.append(req)
+        return {"ok": True}
+
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", handle, subscribe=True)
+        await srv.start()
+        sub = subscribe(tmp_path / "s.sock")
+        got = []
+        try:
+
+            async def read():
+                async for ev in sub:
+                    got.append(ev)
+                    if len(got) == 2:
+                        return
+
+            reader = asyncio.create_task(read())
+            for _ in range(100):
+                if srv.subscribers:
+                    break
+                await asyncio.sleep(0.01)
+            assert sub.send({"cmd": "discover", "dst": "x"})  # its reply line is skipped
+            srv.publish({"event": "a", "n": 1})
+            srv.publish({"event": "b"})
+            await asyncio.wait_for(reader, 2)
+        finally:
+            await srv.close()
+        assert got == [{"event": "a", "n": 1}, {"event": "b"}]
+        assert asked == [{"cmd": "discover", "dst": "x"}]
+        assert not sub.subscribed  # the stream ended with the loop
+        assert not sub.send({"cmd": "x"})
+
+    asyncio.run(main())
+
+
+def test_subscribe_in_a_thread_connects_before_returning_and_closes(tmp_path):
+    import threading
+
+    from manetkit.jsonlines import subscribe
+
+    async def main():
+        srv = LineServer(tmp_path / "s.sock", dict, subscribe=True)
+        await srv.start()
+        got: list[dict] = []
+        try:
+            sub = await asyncio.to_thread(subscribe(tmp_path / "s.sock").connect)
+            assert sub.subscribed and srv.subscribers == 1
+            t = threading.Thread(target=lambda: got.extend(sub))
+            t.start()
+            srv.publish({"event": "a"})  # published after connect(): never missed
+            for _ in range(100):
+                if got:
+                    break
+                await asyncio.sleep(0.01)
+            sub.close()
+            await asyncio.to_thread(t.join, 2)
+            assert not t.is_alive()
+        finally:
+            await srv.close()
+        assert got == [{"event": "a"}]
+        # No server: the caller hears it.
+        try:
+            subscribe(tmp_path / "none.sock").connect(timeout=1)
+        except OSError:
+            pass
+        else:
+            raise AssertionError("connect to a missing socket must raise")
+
+    asyncio.run(main())

@@ -23,7 +23,7 @@ PACKAGE = ROOT / "manetkit"
 # Top-level modules every layer may use; they import no layer themselves.
 NEUTRAL = {
     "configfile", "console", "errors", "events", "extras", "jsonlines", "macaddr", "paths",
-    "procs", "runner", "tuntap",
+    "procs", "radioevents", "runner", "tuntap",
 }  # fmt: skip
 
 # (importer prefix, forbidden prefix, why)

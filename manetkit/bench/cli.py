@@ -20,13 +20,14 @@ BENCHES: list[tuple[str, str]] = [
     ("proxy", "split-TCP proxy overhead: lab chain vs plain, fast veth through a proxy pair"),
     ("labup", "time to bring a lab up and down (rwp-30: goal under 30 s, nothing left)"),
     ("docker", "image size and build time; compose lab up time and iperf3 vs the netns lab"),
+    ("lab-scale", "lab fidelity at 50-100 nodes: shared vs per-process radios, largest valid N"),
 ]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", metavar="BENCH")
     for name, help_text in BENCHES:
-        mod = importlib.import_module(f"manetkit.bench.{name}")
+        mod = importlib.import_module(f"manetkit.bench.{name.replace('-', '')}")
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--out", default="results", help="directory for the JSON (and plots)")
         mod.register(p)

@@ -139,6 +139,10 @@ def measure(
             str(workdir / "gt.jsonl"),
             "--airtime-scale",
             repr(airtime_scale),
+            # normal scheduling: the capacity run saturates the medium, and this process's
+            # synthetic radios must keep their share of the CPU to measure it
+            "--realtime",
+            "0",
         ],
     )
     radios: dict[int, socket.socket] = {}

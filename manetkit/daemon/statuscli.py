@@ -1,5 +1,7 @@
 """``manetkit status [--socket PATH] [--proxy-socket PATH] [--json]``: a running daemon's
-state as tables, and the split-TCP proxy's sessions when a proxy answers."""
+state as tables, and the split-TCP proxy's sessions when a proxy answers.
+``manetkit status --medium [--lab LAB]``: a lab medium's emulation fidelity (scheduling
+lag since the start and over the last seconds, drops inside and outside its model)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from manetkit import paths
-from manetkit.console import make_console
+from manetkit.console import fidelity_table, make_console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
 
@@ -35,6 +37,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lab", help="a lab node's daemon: the lab's name (with --node)")
     parser.add_argument("--node", help="a lab node's daemon: the node (n1, n2, ...)")
+    parser.add_argument(
+        "--medium",
+        action="store_true",
+        help="a lab medium's state instead (--lab LAB, or the only lab): fidelity, counters",
+    )
     parser.add_argument("--json", action="store_true", help="print the raw status JSON")
     parser.set_defaults(func=main)
 
@@ -44,7 +51,7 @@ def _node_lab(args: argparse.Namespace) -> str:
         return args.lab
     labs = sorted(p.name for p in (paths.rundir() / "labs").glob("*"))
     if len(labs) != 1:
-        raise UserError("--node: say which lab with --lab")
+        raise UserError("say which lab with --lab")
     return labs[0]
 
 
@@ -83,7 +90,29 @@ def fetch(path: str) -> dict[str, Any]:
     return reply["status"]
 
 
+def main_medium(args: argparse.Namespace) -> int:
+    """The lab medium's ``stats`` (its control socket: paths.medium_control_socket)."""
+    path = paths.medium_control_socket(_node_lab(args))
+    try:
+        st = request(path, {"cmd": "stats"})
+    except (OSError, ValueError) as exc:
+        raise UserError(f"no lab medium answers on {path}: {exc}") from None
+    if args.json:
+        print(json.dumps(st, indent=2, sort_keys=True))
+        return 0
+    console = make_console()
+    console.print(
+        f"[bold]lab medium[/bold]  t {st.get('t', 0):.1f} s  radios {st.get('radios')}  "
+        f"scheduling {st.get('scheduling')}  attached {len(st.get('attached', []))}"
+    )
+    if "fidelity" in st:
+        console.print(fidelity_table(st["fidelity"]))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "medium", False):
+        return main_medium(args)
     proxy = fetch_proxy(proxy_socket_path(args))
     try:
         st: dict[str, Any] | None = fetch(socket_path(args))

@@ -1,7 +1,7 @@
 """Every daemon's events during a run, as the daemons emitted them.
 
 A run whose metrics need them (``metrics: [atra]``, ``[flap]``) subscribes to every
-node's daemon event socket (``{"cmd": "subscribe"}``, docs/daemon.md) once the warm-up is
+node's daemon event socket (:func:`manetkit.jsonlines.subscribe`, docs/daemon.md) once the warm-up is
 over, and keeps each event with its node (``{"node": "n3", "event": "route-down", ...}``,
 :func:`manetkit.events.to_wire`'s fields) in memory and in ``events.jsonl`` in the run's
 work directory: the evidence of which route-down / route-up / predicted-failure / erdn /
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import threading
 from pathlib import Path
 from typing import Any
 
-from manetkit import paths
+from manetkit import jsonlines, paths
 
 
 class EventLog:
@@ -28,49 +27,35 @@ class EventLog:
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._file = out.open("w")
-        self._socks: list[socket.socket] = []
+        self._subs: list[jsonlines.Subscription] = []
         for n in nodes:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                s.connect(str(paths.daemon_socket(lab, n)))
-                s.sendall(b'{"cmd":"subscribe"}\n')
+                sub = jsonlines.subscribe(paths.daemon_socket(lab, n)).connect()
             except OSError:
-                s.close()
                 continue
-            self._socks.append(s)
-            threading.Thread(target=self._read, args=(n, s), daemon=True).start()
+            self._subs.append(sub)
+            threading.Thread(target=self._read, args=(n, sub), daemon=True).start()
 
     @property
     def subscribed(self) -> int:
-        return len(self._socks)
+        return len(self._subs)
 
-    def _read(self, node: str, s: socket.socket) -> None:
-        buf = b""
+    def _read(self, node: str, sub: jsonlines.Subscription) -> None:
         with contextlib.suppress(OSError):
-            while chunk := s.recv(65536):
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                for line in lines:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(ev, dict) and "event" in ev:
-                        rec = {"node": node, **ev}
-                        with self._lock:
-                            self.events.append(rec)
-                            if not self._file.closed:
-                                self._file.write(json.dumps(rec) + "\n")
+            for ev in sub:
+                rec = {"node": node, **ev}
+                with self._lock:
+                    self.events.append(rec)
+                    if not self._file.closed:
+                        self._file.write(json.dumps(rec) + "\n")
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.events)
 
     def close(self) -> None:
-        for s in self._socks:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
+        for sub in self._subs:
+            sub.close()
         with self._lock:
             self._file.close()
 

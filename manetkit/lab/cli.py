@@ -16,9 +16,9 @@ import time
 from rich.table import Table
 
 from manetkit import paths
-from manetkit.console import console
+from manetkit.console import console, fidelity_table
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, radio, stacks
+from manetkit.lab import inventory, netns, nodes, radio, stacks
 from manetkit.lab.stations import format_iw
 
 
@@ -33,7 +33,7 @@ def _resolve_lab(args: argparse.Namespace) -> str:
             return paths.check_lab_name(args.lab)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-    found = nodes.labs()
+    found = inventory.labs()
     if len(found) == 1:
         return found[0]
     if not found:
@@ -52,7 +52,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         overrides["stack"] = args.stack
     if args.proxy:
         overrides["proxy"] = args.proxy
-    state = nodes.up(args.scenario, name=args.lab, overrides=overrides, timeout=args.timeout)
+    state = nodes.up(
+        args.scenario,
+        name=args.lab,
+        overrides=overrides,
+        timeout=args.timeout,
+        radios=args.radios,
+    )
     console.print(
         f"lab [bold]{state.lab}[/]: {len(state.nodes)} nodes up in {state.up_seconds:.1f} s "
         f"({len(state.processes)} processes; `manetkit lab status --name {state.lab}`)"
@@ -62,11 +68,11 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_down(args: argparse.Namespace) -> int:
     if args.all:
-        targets = nodes.labs()
+        targets = inventory.labs()
     elif args.lab:
         targets = [_resolve_lab(args)]
     else:
-        targets = nodes.labs()
+        targets = inventory.labs()
         if len(targets) > 1:
             raise UserError(f"several labs are up ({', '.join(targets)}): use --name or --all")
     if not targets:
@@ -87,7 +93,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    targets = [_resolve_lab(args)] if args.lab else nodes.labs()
+    targets = [_resolve_lab(args)] if args.lab else inventory.labs()
     infos = [nodes.status(lab) for lab in targets]
     if args.json:
         print(json.dumps(infos, indent=2))
@@ -112,11 +118,17 @@ def _print_status(info: dict) -> None:
         f"scenario {info['scenario'] or '? (no state file)'}"
     )
     positions = _positions_by_node(info.get("positions"))
+    radios = info.get("radios") or "process"
+    console.print(
+        "radios: the medium process owns every node's radio0"
+        if radios == "shared"
+        else "radios: one radio process per node"
+    )
     t = Table("node", "namespace", "x (m)", "y (m)", "radio pid", "alive")
     procs = {p["name"]: p for p in info["processes"]}
     for node in info["nodes"]:
         pos = positions.get(node)
-        rp = procs.get(f"radio-{node}", {})
+        rp = procs.get(f"radio-{node}" if radios == "process" else "medium", {})
         t.add_row(
             node,
             paths.netns_name(info["lab"], node)
@@ -136,8 +148,10 @@ def _print_status(info: dict) -> None:
         _print_routing(info["routing"])
     medium = info.get("medium")
     if medium:
+        if "fidelity" in medium:
+            console.print(fidelity_table(medium["fidelity"]))
         t = Table("medium", "value")
-        for k, v in _flatten(medium):
+        for k, v in _flatten({k: v for k, v in medium.items() if k != "fidelity"}):
             t.add_row(k, v)
         console.print(t)
     else:
@@ -366,6 +380,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout", type=float, default=60.0, help="seconds to wait for the lab (default 60)"
+    )
+    p.add_argument(
+        "--radios",
+        choices=nodes.RADIO_DESIGNS,
+        default=nodes.DEFAULT_RADIOS,
+        help="who runs the nodes' radios: shared (the medium process owns every TAP; "
+        "default) or process (one radio process per node, relaying over a socket)",
     )
     p.set_defaults(func=cmd_up)
 

@@ -9,8 +9,12 @@ readings of a lab (:func:`collect`: at a window's start and at its end) subtract
   were handed out against the virtual schedule, p50/p99/max over the window and per
   second;
 - drops the model decided (interface-queue overflow, random or interference losses:
-  part of the physics) and drops it did not (a radio's socket or TAP full, a datagram
-  the medium could not hand out): any of the latter makes the run invalid;
+  part of the physics) and drops it did not (a datagram the medium could not hand out;
+  a radio's TAP that refused a write or whose queue overflowed because the relay read
+  too slowly; a radio process's socket that refused a frame; link events a slow
+  subscriber missed: ``manetkit.lab.radioport.RadioPort.unmodelled``): any of the latter
+  makes the run invalid. With shared radios the medium reports the radios' counters
+  itself; with radio processes :func:`collect` asks each radio;
 - CPU seconds per process class (medium, radios, daemons, proxies, peers, traffic) and
   the machine's load average, so a reader sees where the cores went.
 
@@ -190,7 +194,7 @@ def _netns_inode(pid: int) -> int | None:
 
 def lab_pids(lab: str) -> set[int]:
     """The lab's manetkit processes (``--lab LAB``) and every process in its namespaces."""
-    from manetkit.lab.nodes import find_processes, namespaces
+    from manetkit.lab.inventory import find_processes, namespaces
 
     inodes = set()
     for ns in namespaces(lab):
@@ -217,11 +221,38 @@ def cpu_by_class(pids: set[int]) -> dict[str, float]:
     return {k: round(v, 3) for k, v in out.items()}
 
 
+def radio_unmodelled(lab: str, timeout: float = 2.0) -> dict[str, int]:
+    """The radio processes' losses outside the model, summed over the lab's nodes (those
+    whose radio answers)."""
+    from manetkit import jsonlines, paths
+    from manetkit.lab.inventory import namespaces
+    from manetkit.lab.radioport import sum_unmodelled
+
+    got = []
+    for ns in namespaces(lab):
+        node = ns.rsplit("-", 1)[1]
+        try:
+            reply = jsonlines.request(
+                paths.radio_control_socket(lab, node), {"cmd": "stats"}, timeout
+            )
+        except (OSError, ValueError):
+            continue
+        got.append(reply.get("unmodelled") or {})
+    return sum_unmodelled(got)
+
+
 def collect(lab: str, timeout: float = 5.0) -> Reading:
-    """Read the lab now: the medium's lag and drops, CPU per class, the load average."""
+    """Read the lab now: the medium's lag and drops (the radios' included), CPU per
+    class, the load average."""
     from manetkit.lab.medium.control import control
 
     reply = control(lab, {"cmd": "fidelity"}, timeout=timeout)
     if not reply.get("ok"):
         raise ValueError(f"the medium of lab {lab!r} did not report fidelity: {reply}")
-    return Reading.from_medium(reply, cpu_s=cpu_by_class(lab_pids(lab)), load_avg=os.getloadavg())
+    extra = radio_unmodelled(lab) if reply.get("radios") != "shared" else None
+    return Reading.from_medium(
+        reply,
+        cpu_s=cpu_by_class(lab_pids(lab)),
+        load_avg=os.getloadavg(),
+        extra_unmodelled=extra,
+    )

@@ -24,7 +24,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from pyroute2 import NetNS, netns
@@ -110,6 +110,40 @@ def run(
 def popen(name: str, argv: Sequence[str], **kwargs) -> subprocess.Popen:
     """Start ``argv`` in namespace ``name`` (``subprocess.Popen`` keyword arguments)."""
     return subprocess.Popen(exec_argv(name, argv), **kwargs)
+
+
+CLONE_NEWNET = 0x40000000  # linux/sched.h
+
+
+def _setns(fd: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+@contextlib.contextmanager
+def entered(name: str) -> Iterator[None]:
+    """Run the block with this thread inside namespace ``name`` (setns(2)), then return.
+
+    What the block creates stays in ``name`` after it: a TAP (the device lives in the
+    namespace its creator was in, and its fd keeps working from anywhere), a socket
+    whose ioctls then address that namespace's interfaces, ``/proc/self/net/dev`` opened
+    there (it keeps reporting that namespace's counters). Only this thread moves;
+    filesystem paths (unix sockets, ``/run/netns``) are not per namespace."""
+    target = os.open(NETNS_RUN_DIR / name, os.O_RDONLY | os.O_CLOEXEC)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        _setns(target)
+        try:
+            yield
+        finally:
+            _setns(home)
+    finally:
+        os.close(target)
+        os.close(home)
 
 
 def sysctl(name: str, settings: dict[str, str | int]) -> None:

@@ -1,4 +1,5 @@
-"""Bringing a lab up and down: namespaces, the medium, one radio per node, node software.
+"""Bringing a lab up and down: namespaces, the medium (with every node's radio, or one
+radio process per node: ``RADIO_DESIGNS``), node software.
 
 Everything a lab makes is found again from its name alone (``manetkit.paths``):
 namespaces ``mk-<lab>-nI``, files under ``<rundir>/labs/<lab>/``, and processes whose
@@ -24,10 +25,16 @@ from pathlib import Path
 from manetkit import paths
 from manetkit.errors import UserError
 from manetkit.lab import netns, peers, radio, stacks
+from manetkit.lab.inventory import find_processes, namespaces
 from manetkit.lab.stacks import ProcessSpec
 from manetkit.procs import alive, terminate
 
 STATE_FILE = "state.json"
+# Who runs the nodes' radios: "shared", the medium process itself (one process for the
+# whole air; manetkit.lab.sharedradios), or "process", one radio process per node
+# relaying to the medium over a datagram socket (manetkit.lab.radio; docker labs' design).
+RADIO_DESIGNS = ("shared", "process")
+DEFAULT_RADIOS = "shared"
 
 
 @dataclass
@@ -48,6 +55,7 @@ class LabState:
     started_at: float
     processes: list[ProcessInfo] = field(default_factory=list)
     up_seconds: float | None = None  # how long ``lab up`` took
+    radios: str = "process"  # RADIO_DESIGNS (a state file older than the choice: process)
 
     def save(self) -> None:
         path = paths.lab_dir(self.lab) / STATE_FILE
@@ -63,47 +71,6 @@ def read_state(lab: str) -> LabState | None:
         return LabState(**data)
     except (OSError, ValueError, TypeError):
         return None
-
-
-def namespaces(lab: str) -> list[str]:
-    """The lab's namespaces, in node order."""
-    prefix = f"{paths.NETNS_PREFIX}{lab}-"
-    names = netns.list_names(prefix)
-
-    def key(n: str) -> tuple[int, str]:
-        tail = n[len(prefix) :]
-        return (int(tail[1:]) if tail[1:].isdigit() else 1 << 30, tail)
-
-    return sorted(names, key=key)
-
-
-def labs() -> list[str]:
-    """Labs known here: a state dir under the rundir, or namespaces named ``mk-<lab>-...``."""
-    found = set()
-    with contextlib.suppress(FileNotFoundError):
-        found.update(p.name for p in (paths.rundir() / "labs").iterdir() if p.is_dir())
-    for ns in netns.list_names(paths.NETNS_PREFIX):
-        lab, sep, _node = ns[len(paths.NETNS_PREFIX) :].rpartition("-")
-        if sep and lab:
-            found.add(lab)
-    return sorted(found)
-
-
-def find_processes(lab: str) -> set[int]:
-    """Pids of manetkit processes whose argv has ``--lab <lab>`` (works without state)."""
-    found = set()
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        argv = netns.cmdline(int(entry))
-        if not any("manetkit" in a for a in argv):
-            continue
-        for i, a in enumerate(argv[:-1]):
-            if a == "--lab" and argv[i + 1] == lab:
-                found.add(int(entry))
-                break
-    return found
 
 
 # --- up -------------------------------------------------------------------------------
@@ -150,8 +117,11 @@ def _wait(ready, deadline: float, what: str, procs: list[ProcessInfo]) -> None:
         time.sleep(0.05)
 
 
-def medium_spec(lab: str, scenario_path: str, overrides: dict[str, str]) -> ProcessSpec:
+def medium_spec(
+    lab: str, scenario_path: str, overrides: dict[str, str], radios: str = "process"
+) -> ProcessSpec:
     argv = [sys.executable, "-m", "manetkit.cli", "lab", "medium", scenario_path, "--lab", lab]
+    argv += ["--radios", radios]
     argv += ["--socket", str(paths.medium_socket(lab))]
     argv += ["--control", str(paths.medium_control_socket(lab))]
     argv += ["--ground-truth", str(paths.ground_truth_log(lab))]
@@ -181,7 +151,8 @@ def _medium_ready(lab: str) -> bool:
 
 
 def radio_ready(lab: str, node: str) -> bool:
-    """The node's radio process is attached to the medium."""
+    """The node's radio is on the air (its process attached to the medium, or the medium
+    made its TAP)."""
     try:
         return bool(
             radio.request(paths.radio_control_socket(lab, node), {"cmd": "stats"})["attached"]
@@ -196,8 +167,13 @@ def up(
     name: str | None = None,
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
+    radios: str = DEFAULT_RADIOS,
 ) -> LabState:
-    """Bring a lab up; on any failure tear down what was made and raise ``UserError``."""
+    """Bring a lab up; on any failure tear down what was made and raise ``UserError``.
+
+    ``radios``: who runs the nodes' radios (:data:`RADIO_DESIGNS`)."""
+    if radios not in RADIO_DESIGNS:
+        raise UserError(f"radios {radios!r}: expected one of {', '.join(RADIO_DESIGNS)}")
     from manetkit.lab.scenario import lab_name, load_scenario
 
     t0 = time.monotonic()
@@ -218,14 +194,14 @@ def up(
     # Fail early, before making anything, if the scenario asks for unbuilt software.
     extra = {n: stacks.node_processes(lab, scenario, n) for n in node_names}
 
-    state = LabState(lab, scenario_path, overrides, node_names, time.time())
+    state = LabState(lab, scenario_path, overrides, node_names, time.time(), radios=radios)
     try:
         paths.logs_dir(lab).mkdir(parents=True, exist_ok=True)
         state.save()
         for n in node_names:
             netns.create(paths.netns_name(lab, n))
         deadline = time.monotonic() + timeout
-        medium = _spawn(lab, medium_spec(lab, scenario_path, overrides))
+        medium = _spawn(lab, medium_spec(lab, scenario_path, overrides, radios))
         state.processes.append(medium)
         state.save()
         _wait(
@@ -234,14 +210,16 @@ def up(
             "the medium's control socket",
             [medium],
         )
-        radios = [_spawn(lab, radio_spec(lab, n)) for n in node_names]
-        state.processes += radios
-        state.save()
+        waited = [medium]
+        if radios == "process":
+            waited = [_spawn(lab, radio_spec(lab, n)) for n in node_names]
+            state.processes += waited
+            state.save()
         _wait(
             lambda: [n for n in node_names if not radio_ready(lab, n)],
             deadline,
             "radios to attach",
-            radios,
+            waited,
         )
         started = []
         for n in node_names:
@@ -322,6 +300,7 @@ def status(lab: str) -> dict:
         "overrides": state.overrides if state else {},
         "started_at": state.started_at if state else None,
         "up_seconds": state.up_seconds if state else None,
+        "radios": state.radios if state else None,
         "nodes": state.nodes if state else [ns.rsplit("-", 1)[1] for ns in spaces],
         "namespaces": spaces,
         "processes": procs,
@@ -340,6 +319,14 @@ def status(lab: str) -> dict:
             out["positions"] = medium_request(lab, {"cmd": "positions"})
         with contextlib.suppress(OSError, ValueError, UserError):
             out["medium"] = medium_request(lab, {"cmd": "stats"})
+        medium = out["medium"] or {}
+        if medium.get("radios") == "process" and "fidelity" in medium:
+            # radio processes count their own losses: add them to the medium's
+            from manetkit.lab.fidelity import radio_unmodelled
+
+            unmodelled = medium["fidelity"]["drops"]["unmodelled"]
+            for k, v in radio_unmodelled(lab).items():
+                unmodelled[k] = unmodelled.get(k, 0) + v
     return out
 
 

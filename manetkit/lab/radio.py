@@ -1,23 +1,19 @@
-"""The node side of the lab's air: TAP ``radio0`` <-> the medium, plus a station table.
+"""A radio process: one node's :class:`~manetkit.lab.radioport.RadioPort` relayed to the
+medium over a datagram socket.
 
-One radio process runs inside each node's namespace
-(``ip netns exec mk-<lab>-<node> manetkit lab radio --lab L --node nI``). It
+Docker labs run one per container (``manetkit lab radio --lab L --node nI --medium-udp
+HOST:PORT``), since the medium cannot reach into another container's namespace; a
+namespace lab runs one per node only with ``lab up --radios process`` (by default the
+medium process owns every node's TAP itself: ``manetkit.lab.sharedradios``). It
 
-- creates the TAP ``radio0`` (IFF_TAP|IFF_NO_PI, no offloads: every frame the kernel hands
-  us is complete) with MAC ``protocol.node_mac(I)``, MTU 1500, and keeps its carrier off
-  until the medium has accepted the ATTACH (like a Wi-Fi card that has not joined the
-  IBSS yet);
-- relays frames: TAP read -> TX datagram, DELIVER -> TAP write. The hot path is two
-  readiness callbacks that drain their fd in a loop, with no per-frame task or parse
-  beyond the bytes the station table needs (docs/architecture.md, "Performance notes");
-- passes other nodes' unicasts that the medium lets it overhear to the TAP only while
-  ``radio0`` is promiscuous (IFF_PROMISC, polled every ``PROMISC_POLL_S``), as a
-  mac80211 IBSS interface does, and tells the medium (OVERHEAR) whether it wants them,
-  so labs whose software never sets promiscuous mode pay nothing for overhearing;
-- keeps the station table (``manetkit.lab.stations``) from DELIVER signal levels and the
-  medium's TXSTATUS reports, and serves it on a JSON-lines control socket, with a
-  ``subscribe`` command that streams ``tx-failed`` / ``station-new`` / ``station-gone``
-  events to the node's software (the daemon's ``lab`` link-sensing backend).
+- creates radio0 (``RadioPort.create_tap``) and keeps its carrier off until the medium
+  has accepted the ATTACH;
+- relays frames: TAP read -> TX datagram, DELIVER -> ``RadioPort.deliver``. The hot path
+  is two readiness callbacks that drain their fd in a loop, with no per-frame task or
+  parse beyond the bytes the station table needs;
+- tells the medium (OVERHEAR) whether radio0 is promiscuous, so labs whose software never
+  sets promiscuous mode pay nothing for overhearing;
+- serves the port's control socket (stations, stats, typed events).
 
 The wire format towards the medium is ``manetkit.lab.medium.protocol``, over the medium's
 AF_UNIX datagram socket (namespace labs) or, with ``--medium-udp HOST:PORT``, over UDP
@@ -31,9 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
-import fcntl
 import logging
-import os
 import signal
 import socket
 import struct
@@ -43,63 +37,30 @@ from pathlib import Path
 
 from manetkit import jsonlines, paths, runner
 from manetkit.lab.medium import protocol
-from manetkit.lab.stations import DEFAULT_EXPIRY_S, StationTable
+from manetkit.lab.radioport import (
+    BURST,
+    INTERFACE,
+    PROMISC_POLL_S,
+    RadioPort,
+    TapLost,
+    node_id_of,
+)
+from manetkit.lab.stations import DEFAULT_EXPIRY_S
 from manetkit.macaddr import format_mac
-from manetkit.tuntap import open_tap, set_carrier
 
 log = logging.getLogger("manetkit.lab.radio")
 
-# linux/sockios.h, linux/if.h
-SIOCGIFFLAGS = 0x8913
-IFF_PROMISC = 0x100
-# How often radio0's IFF_PROMISC is read (an ioctl; netlink would need a monitor socket
-# for one bit). A daemon that turns promiscuous mode on overhears within this delay.
-PROMISC_POLL_S = 0.5
+__all__ = ["INTERFACE", "Radio", "node_id_of", "request"]
 
-INTERFACE = "radio0"
-MTU = 1500
 # Largest datagram from the medium: type + rssi + an MTU-sized frame with its header
 # (bigger ones would be truncated by recv_into and are counted as malformed).
 RECV_BUF = 1 + 2 + 14 + 65535
-# Frames relayed per readiness callback before yielding to the other fd and the control
-# socket; large enough that the syscalls dominate, small enough to stay responsive.
-BURST = 256
-# Events queued per control-socket subscriber; beyond this they are dropped and counted.
-SUBSCRIBER_QUEUE = 4096
 _I16 = struct.Struct("!h")
 _MEDIUM_GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
 
 
-def node_id_of(node: str) -> int:
-    """``n7`` -> 7 (node names are n1..nN)."""
-    if len(node) < 2 or node[0] != "n" or not node[1:].isdigit() or int(node[1:]) < 1:
-        raise ValueError(f"node name {node!r}: expected n1, n2, ...")
-    return int(node[1:])
-
-
-def is_promiscuous(name: str) -> bool:
-    """Whether interface ``name`` (in this namespace) has IFF_PROMISC set.
-
-    SIOCGIFFLAGS reports the flag set by ``ip link set promisc on`` / netlink (dev->gflags),
-    not the counter packet sockets raise for tcpdump, so a capture does not turn
-    overhearing on.
-    """
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-        res = fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sh22x", name.encode(), 0))
-    return bool(struct.unpack_from("16xh", res)[0] & IFF_PROMISC)
-
-
-def configure_link(name: str, mac: bytes) -> None:
-    """MAC, MTU and admin state up, through netlink (pyroute2)."""
-    from pyroute2 import IPRoute  # imported here: only the radio process needs it
-
-    with IPRoute() as ipr:
-        idx = ipr.link_lookup(ifname=name)[0]
-        ipr.link("set", index=idx, address=format_mac(mac), mtu=MTU, state="up")
-
-
 class Radio:
-    """The asyncio shell of one node's radio."""
+    """The asyncio shell of one node's radio process."""
 
     def __init__(
         self,
@@ -115,8 +76,15 @@ class Radio:
     ) -> None:
         self.lab = lab
         self.node = node
-        self.node_id = node_id_of(node)
-        self.mac = protocol.node_mac(self.node_id)
+        self.port = RadioPort(
+            lab,
+            node,
+            control_path=control_path,
+            interface=interface,
+            station_expiry_s=station_expiry_s,
+        )
+        self.node_id = self.port.node_id
+        self.mac = self.port.mac
         self.interface = interface
         # Where the medium listens: its AF_UNIX path, or (family, sockaddr) for UDP.
         if (medium_path is None) == (medium_udp is None):
@@ -128,44 +96,29 @@ class Radio:
         )
         self.socket_path = socket_path
         self.control_path = control_path
-        self.stations = StationTable(station_expiry_s)
-        self.attached = False
         self.tap_lost = False  # radio0 was deleted: exit non-zero
-        self.counters = {
-            "tx_frames": 0,  # TAP -> medium
-            "rx_frames": 0,  # medium -> TAP
-            "tx_dropped": 0,  # not sent (not attached, medium gone)
-            "rx_dropped": 0,  # TAP refused the write
-            "malformed": 0,  # datagrams from the medium that did not parse
-            "tx_failed": 0,  # unicast failures the medium reported
-            "rx_overheard": 0,  # other nodes' unicasts written to the TAP (promiscuous)
-            "rx_overheard_dropped": 0,  # ... that arrived while radio0 was not promiscuous
-        }
-        self.promiscuous = False  # radio0's IFF_PROMISC, as last polled
         self._medium_overhear = False  # what the medium was last told (OVERHEAR)
-        self.control = jsonlines.LineServer(
-            control_path,
-            self.handle_request,
-            subscribe=True,
-            queue_lines=SUBSCRIBER_QUEUE,
-            name="radio control socket",
-        )
         self._attached_event: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
-        self._pending: bytes | None = None  # one frame waiting for the socket to drain
+        self._pending: list[bytes] = []  # frames read, waiting for the socket to drain
         self._refused: str | None = None
-        self.tap_fd = -1
         self.sock: socket.socket | None = None
         self._buf = bytearray(RECV_BUF)
         self._mv = memoryview(self._buf)
 
+    @property
+    def attached(self) -> bool:
+        return self.port.on_air
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return self.port.counters
+
     # --- set-up and tear-down ---------------------------------------------------------
 
     def create_interface(self) -> None:
-        """Make radio0 (before the event loop runs: pyroute2's sync API runs its own loop)."""
-        self.tap_fd = open_tap(self.interface)
-        set_carrier(self.tap_fd, False)
-        configure_link(self.interface, self.mac)
+        """Make radio0 (before the event loop runs)."""
+        self.port.create_tap()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -188,7 +141,7 @@ class Radio:
         self.sock.setblocking(False)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         loop.add_reader(self.sock.fileno(), self._on_medium_readable)
-        await self.control.start()
+        await self.port.control.start()
         housekeeping = asyncio.create_task(self._housekeeping())
         promisc_watch = asyncio.create_task(self._watch_promiscuous())
         attacher = asyncio.create_task(self._attach_loop())
@@ -206,7 +159,7 @@ class Radio:
             attacher.cancel()
             housekeeping.cancel()
             promisc_watch.cancel()
-            await self.control.close()
+            await self.port.control.close()
             self._shutdown(loop)
         if self._refused:
             log.error("medium refused the ATTACH: %s", self._refused)
@@ -221,9 +174,9 @@ class Radio:
                 with contextlib.suppress(OSError):
                     self.sock.send(protocol.detach())
             self.sock.close()
-        if self.tap_fd >= 0:
-            loop.remove_reader(self.tap_fd)
-            os.close(self.tap_fd)  # the TAP is not persistent: it disappears with the fd
+        if self.port.tap_fd >= 0:
+            loop.remove_reader(self.port.tap_fd)
+        self.port.close()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
 
@@ -255,9 +208,8 @@ class Radio:
         self._medium_overhear = False  # every ATTACH resets it in the medium
         self._sync_overhear()
         if not self.attached:
-            self.attached = True
-            set_carrier(self.tap_fd, True)
-            asyncio.get_running_loop().add_reader(self.tap_fd, self._on_tap_readable)
+            self.port.set_on_air(True)
+            asyncio.get_running_loop().add_reader(self.port.tap_fd, self._on_tap_readable)
             log.info("attached to the medium at %s", self.medium_addr)
         assert self._attached_event is not None
         self._attached_event.set()
@@ -267,93 +219,88 @@ class Radio:
         if not self.attached:
             return
         log.warning("medium lost (%s); re-attaching", exc)
-        self.attached = False
         assert self._attached_event is not None
         self._attached_event.clear()
         loop = asyncio.get_running_loop()
-        loop.remove_reader(self.tap_fd)
+        loop.remove_reader(self.port.tap_fd)
         loop.remove_writer(self.sock.fileno())
-        self._pending = None
-        set_carrier(self.tap_fd, False)
+        self._pending = []
+        self.port.set_on_air(False)
         loop.create_task(self._attach_loop())
 
     # --- hot path ---------------------------------------------------------------------
 
     def _on_tap_readable(self) -> None:
-        tap = self.tap_fd
+        try:
+            frames = self.port.read_tap(BURST)
+        except TapLost as exc:
+            frames = exc.frames  # type: ignore[attr-defined]
+            self._send_frames(frames)
+            self._tap_lost(exc)
+            return
+        self._send_frames(frames)
+
+    def _send_frames(self, frames: list[bytes]) -> None:
         send = self.sock.sendmsg
         hdr = (bytes([protocol.TX]),)
-        sent = self.stations.sent
-        n = 0
-        try:
-            for n in range(BURST):  # noqa: B007 - n counts frames for the stats below
-                try:
-                    frame = os.read(tap, 65536)
-                except BlockingIOError:
-                    return
-                except OSError as exc:
-                    self._tap_lost(exc)
-                    return
-                if not frame[0] & 1:  # unicast: the station table counts it
-                    sent(frame[:6], len(frame))
-                try:
-                    send((*hdr, frame))
-                except BlockingIOError:
-                    # The medium's queue is full: hold this frame and stop reading the TAP
-                    # until the socket is writable, so the kernel's queue absorbs the burst.
-                    self._pending = frame
+        for k, frame in enumerate(frames):
+            try:
+                send((*hdr, frame))
+            except BlockingIOError:
+                # The medium's queue is full: hold the rest of the burst and stop reading
+                # the TAP until the socket is writable, so the kernel's queue absorbs what
+                # follows (what it cannot hold shows as radio0's tx_dropped).
+                self._pending = frames[k:]
+                if self.port.tap_fd >= 0:
                     loop = asyncio.get_running_loop()
-                    loop.remove_reader(tap)
+                    loop.remove_reader(self.port.tap_fd)
                     loop.add_writer(self.sock.fileno(), self._on_medium_writable)
+                return
+            except OSError as exc:
+                if exc.errno in _MEDIUM_GONE:
+                    self.counters["tx_dropped"] += len(frames) - k
+                    self._on_medium_lost(exc)
                     return
-                except OSError as exc:
-                    if exc.errno in _MEDIUM_GONE:
-                        self.counters["tx_dropped"] += 1
-                        self._on_medium_lost(exc)
-                        return
-                    raise
-        finally:
-            self.counters["tx_frames"] += n
+                raise
 
     def _tap_lost(self, exc: OSError) -> None:
         """radio0 was deleted under us (``ip link del``, like a Wi-Fi card unplugged):
         the TAP fd polls EPOLLERR and reads EBADFD for ever. Say so once and exit
-        non-zero; starting the radio again re-creates radio0 (issue 12 fault tests)."""
+        non-zero; starting the radio again re-creates radio0."""
         log.error(
             "%s was removed (%s): exiting; start the radio again to re-create it",
             self.interface,
             exc.strerror,
         )
         self.tap_lost = True
-        asyncio.get_running_loop().remove_reader(self.tap_fd)
+        asyncio.get_running_loop().remove_reader(self.port.tap_fd)
         assert self._stop is not None
         self._stop.set()
 
     def _on_medium_writable(self) -> None:
         loop = asyncio.get_running_loop()
-        if self._pending is not None:
+        hdr = bytes([protocol.TX])
+        while self._pending:
             try:
-                self.sock.sendmsg((bytes([protocol.TX]), self._pending))
+                self.sock.sendmsg((hdr, self._pending[0]))
             except BlockingIOError:
                 return
             except OSError as exc:
-                self.counters["tx_dropped"] += 1
+                self.counters["tx_dropped"] += len(self._pending)
+                self._pending = []
                 self._on_medium_lost(exc)
                 return
-            self._pending = None
+            self._pending.pop(0)
         loop.remove_writer(self.sock.fileno())
-        loop.add_reader(self.tap_fd, self._on_tap_readable)
+        loop.add_reader(self.port.tap_fd, self._on_tap_readable)
 
     def _on_medium_readable(self) -> None:
         sock = self.sock
         buf = self._buf
         mv = self._mv
-        tap = self.tap_fd
-        stations = self.stations.by_mac
+        deliver = self.port.deliver
         counters = self.counters
-        mac = self.mac
         now = time.monotonic()
-        rx = 0
         for _ in range(BURST):
             try:
                 n = sock.recv_into(buf)
@@ -366,30 +313,7 @@ class Radio:
                 counters["malformed"] += 1
                 continue
             if n >= 17 and buf[0] == protocol.DELIVER:
-                signal_dbm = _I16.unpack_from(buf, 1)[0] / 100.0
-                src = bytes(buf[9:15])  # frame = buf[3:]; its source MAC is frame[6:12]
-                if not buf[3] & 1 and buf[3:9] != mac:
-                    self._overheard(src, signal_dbm, mv[3:n], now)
-                    continue
-                st = stations.get(src)
-                if st is None:
-                    self.stations.received(src, signal_dbm, n - 3, now)
-                    self._emit(
-                        {"event": "station-new", "mac": format_mac(src), "signal_dbm": signal_dbm}
-                    )
-                else:  # inline StationTable.received for the common case
-                    st.signal_dbm = signal_dbm
-                    st.signal_avg_dbm += (signal_dbm - st.signal_avg_dbm) / 8
-                    st.last_active = now
-                    st.rx_packets += 1
-                    st.rx_bytes += n - 3
-                    st.rx_signal_frames += 1
-                    st.rx_signal_sum_dbm += signal_dbm
-                try:
-                    os.write(tap, mv[3:n])
-                    rx += 1
-                except OSError:
-                    counters["rx_dropped"] += 1
+                deliver(_I16.unpack_from(buf, 1)[0] / 100.0, mv[3:n], now)
                 continue
             try:
                 msg = protocol.parse(bytes(mv[:n]))
@@ -398,7 +322,7 @@ class Radio:
                 log.debug("malformed datagram from the medium: %s", exc)
                 continue
             if isinstance(msg, protocol.TxStatus):
-                self._on_tx_status(msg, now)
+                self.port.tx_status(msg.dst_mac, msg.retries, msg.ok, msg.frame, now)
             elif isinstance(msg, protocol.Attached):
                 self._on_attached(msg)
             elif isinstance(msg, protocol.Refused):
@@ -407,93 +331,34 @@ class Radio:
                 self._stop.set()
             else:  # a radio -> medium message, or a DELIVER without a frame
                 counters["malformed"] += 1
-        counters["rx_frames"] += rx
-
-    def _overheard(self, src: bytes, signal_dbm: float, frame: memoryview, now: float) -> None:
-        """Another node's unicast: to the TAP only while radio0 is promiscuous."""
-        if not self.promiscuous:
-            self.counters["rx_overheard_dropped"] += 1
-            return
-        if self.stations.overheard(src, signal_dbm, now):
-            self._emit({"event": "station-new", "mac": format_mac(src), "signal_dbm": signal_dbm})
-        try:
-            os.write(self.tap_fd, frame)
-            self.counters["rx_overheard"] += 1
-        except OSError:
-            self.counters["rx_dropped"] += 1
 
     def _sync_overhear(self) -> None:
         """Tell the medium whether to send us other nodes' unicasts (radio0 promiscuous)."""
-        if self._medium_overhear == self.promiscuous or self.sock is None:
+        promisc = self.port.promiscuous
+        if self._medium_overhear == promisc or self.sock is None:
             return
         try:
-            self.sock.send(protocol.overhear(self.promiscuous))
+            self.sock.send(protocol.overhear(promisc))
         except OSError as exc:
             log.debug("OVERHEAR not sent: %s", exc)  # re-sent after the next ATTACH
             return
-        self._medium_overhear = self.promiscuous
+        self._medium_overhear = promisc
 
     async def _watch_promiscuous(self) -> None:
         while True:
-            try:
-                promisc = is_promiscuous(self.interface)
-            except OSError as exc:
-                log.debug("cannot read %s's flags: %s", self.interface, exc)
-                promisc = False
-            if promisc != self.promiscuous:
-                log.info("%s promiscuous %s", self.interface, "on" if promisc else "off")
-                self.promiscuous = promisc
+            self.port.poll_promiscuous()
             if self.attached:
                 self._sync_overhear()
             await asyncio.sleep(PROMISC_POLL_S)
-
-    def _on_tx_status(self, msg: protocol.TxStatus, now: float) -> None:
-        self.stations.tx_status(msg.dst_mac, msg.retries, msg.ok, now)
-        if not msg.ok:
-            self.counters["tx_failed"] += 1
-            self._emit(
-                {
-                    "event": "tx-failed",
-                    "mac": format_mac(msg.dst_mac),
-                    "retries": msg.retries,
-                    "frame": msg.frame.hex(),
-                }
-            )
-
-    # --- control socket ---------------------------------------------------------------
-
-    def _emit(self, event: dict) -> None:
-        if self.control.subscribers:
-            self.control.publish(event)
 
     async def _housekeeping(self) -> None:
         """Expire silent stations once a second (mac80211's sta cleanup timer)."""
         while True:
             await asyncio.sleep(1.0)
-            for mac in self.stations.expire(time.monotonic()):
-                self._emit({"event": "station-gone", "mac": format_mac(mac), "reason": "inactive"})
+            self.port.expire(time.monotonic())
 
     def stats(self) -> dict:
-        return {
-            "ok": True,
-            "lab": self.lab,
-            "node": self.node,
-            "interface": self.interface,
-            "mac": format_mac(self.mac),
-            "attached": self.attached,
-            "stations": len(self.stations.by_mac),
-            "promiscuous": self.promiscuous,
-            **self.counters,
-            "subscriber_drops": self.control.dropped,
-        }
-
-    def handle_request(self, req: dict) -> dict:
-        cmd = req["cmd"]
-        if cmd == "stations":
-            return {"ok": True, "stations": self.stations.dump(time.monotonic())}
-        if cmd in ("stats", "ping"):
-            return self.stats()
-        raise ValueError(f"unknown cmd {cmd!r} (stations, stats, ping, subscribe)")
+        return self.port.stats()
 
 
 # --- client ---------------------------------------------------------------------------

@@ -1,23 +1,22 @@
 """The proxy's client of the routing daemon's event socket (JSON lines).
 
-It subscribes (``{"cmd":"subscribe"}``), parses every event line with
+It subscribes (:func:`manetkit.jsonlines.subscribe`), parses every event object with
 :func:`manetkit.events.from_wire` into the typed events the policy acts on, and sends
 ``{"cmd":"discover","dst":D}`` on the same connection when a probe wants the route
 re-found (Holland & Vaidya section 6). While the daemon is away it reconnects every
-second. Reply lines (no ``"event"``) are skipped; a line that breaks the schema is
+second. Reply lines (no ``"event"``) are skipped; an event that breaks the schema is
 counted and logged once per event name, not per line.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from ipaddress import IPv4Address
 from pathlib import Path
 
-from manetkit import events
+from manetkit import events, jsonlines
 
 log = logging.getLogger("manetkit.proxy")
 
@@ -31,45 +30,28 @@ class DaemonClient:
     def __init__(self, path: Path, on_event: Callable[[events.Event], None]) -> None:
         self.path = str(path)
         self.on_event = on_event
-        self.connected = False
-        self._writer: asyncio.StreamWriter | None = None
+        self._sub: jsonlines.Subscription | None = None
         self.counters = {"route_events": 0, "bad_events": 0, "discover_requests": 0}
         self._bad_logged: set[str] = set()
+
+    @property
+    def connected(self) -> bool:
+        """Subscribed (the daemon confirmed): no route event is missed from now on."""
+        return self._sub is not None and self._sub.subscribed
 
     async def run(self) -> None:
         """Subscribe; reconnect while the daemon is away (cancel to stop)."""
         while True:
+            self._sub = sub = jsonlines.subscribe(self.path, LINE_LIMIT)
             try:
-                reader, writer = await asyncio.open_unix_connection(self.path, limit=LINE_LIMIT)
-            except OSError:
-                self.connected = False
-                await asyncio.sleep(RETRY_S)
-                continue
-            try:
-                writer.write(b'{"cmd":"subscribe"}\n')
-                await writer.drain()
-                self.connected = True
-                self._writer = writer
-                log.info("subscribed to daemon events on %s", self.path)
-                while line := await reader.readline():
-                    self.feed_line(line)
+                async for obj in sub:
+                    self.feed(obj)
             except OSError:
                 pass
-            finally:
-                self.connected = False
-                self._writer = None
-                writer.close()
             await asyncio.sleep(RETRY_S)
 
-    def feed_line(self, line: bytes) -> None:
-        """One line from the socket: an event goes to ``on_event``; replies are skipped."""
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            self._bad("(not JSON)", "not JSON")
-            return
-        if not isinstance(obj, dict) or "event" not in obj:
-            return  # a reply ({"ok": ...}) to subscribe or discover
+    def feed(self, obj: dict) -> None:
+        """One event object: typed, to ``on_event``; one that breaks the schema is counted."""
         try:
             ev = events.from_wire(obj)
         except events.EventError as exc:
@@ -88,8 +70,5 @@ class DaemonClient:
         """Send ``{"cmd":"discover"}`` for ``dst`` on the subscribed connection.
 
         Fire and forget: the reply line has no "event" and is skipped by the reader."""
-        w = self._writer
-        if w is None or w.is_closing():
-            return
-        self.counters["discover_requests"] += 1
-        w.write(json.dumps({"cmd": "discover", "dst": str(dst)}).encode() + b"\n")
+        if self._sub is not None and self._sub.send({"cmd": "discover", "dst": str(dst)}):
+            self.counters["discover_requests"] += 1

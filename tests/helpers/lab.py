@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from manetkit import paths
+from manetkit import jsonlines, paths
 from manetkit.jsonlines import request
 from manetkit.procs import wait_for
 
@@ -102,23 +102,16 @@ class EventLog:
 
     def __init__(self, lab: str, node: str) -> None:
         self.events: list[dict] = []
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(paths.daemon_socket(lab, node)))
-        self.sock.sendall(b'{"cmd":"subscribe"}\n')
+        self.sub = jsonlines.subscribe(paths.daemon_socket(lab, node)).connect()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        buf = b""
-        try:
-            while chunk := self.sock.recv(65536):
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                self.events += [json.loads(x) for x in lines if x.strip()]
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            for ev in self.sub:
+                self.events.append(ev)
 
     def named(self, name: str) -> list[dict]:
         return [e for e in self.events if e.get("event") == name]
 
     def close(self) -> None:
-        self.sock.close()
+        self.sub.close()

@@ -14,7 +14,10 @@ back (restarted, as a supervisor would, or by itself), and:
   no namespace survives ``lab down``.
 
 The faults are independent (each one's part is back before the next), so one lab
-serves them all in sequence (~1 min per stack on the 2-core CI machine).
+serves them all in sequence (~1 min per stack on the 2-core CI machine). The lab runs
+one radio process per node (``--radios process``), so a radio can be killed and
+replugged on its own; with shared radios the medium makes a deleted radio0 again
+itself (``test_shared_radios_netns``).
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def test_faults_during_transfers(lab_factory, tmp_path, record_property, monkeyp
     monkeypatch.setenv(PROXY_EXTRA_ENV, str(extra))
     lab = lab_factory(
         SCENARIOS / "chain-4.yaml", "--stack", stack, "--proxy", "elfn",
-        "--set", "radio.rate_mbps=11", prefix="ft",
+        "--set", "radio.rate_mbps=11", "--radios", "process", prefix="ft",
     )  # fmt: skip
     procs = LabProcs(lab)
     outcomes: list[str] = []

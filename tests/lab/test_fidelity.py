@@ -87,3 +87,71 @@ def test_process_classes_by_argv():
     assert process_class(["python3", "-m", "manetkit.proxy", "-v"]) == "proxies"
     assert process_class(["/usr/sbin/babeld", "-I", "x"]) == "peers"
     assert process_class(["iperf3", "-s"]) == "traffic"
+
+
+def test_lag_summary_since_start_and_over_the_last_seconds():
+    from manetkit.lab.medium.lag import RECENT_S
+
+    rec = LagRecorder()
+    for k in range(100):  # seconds 0..9: 8 ms late
+        rec.record(k * 0.1 + 0.008, k * 0.1)
+    for k in range(200):  # seconds 20..39: punctual
+        rec.record(20 + k * 0.1 + 0.0001, 20 + k * 0.1)
+    s = rec.summary(now=40.0)
+    assert s["since_start"]["outputs"] == 300
+    assert s["since_start"]["max"] == pytest.approx(8.0, rel=0.01)
+    assert s["since_start"]["p99"] >= 8.0
+    recent = s[f"last_{RECENT_S}s"]
+    assert recent["outputs"] == 100 and recent["p99"] <= 0.2 and recent["max"] < 0.2
+    assert LagRecorder().summary(now=5.0)["since_start"] == {
+        "outputs": 0,
+        "p50": None,
+        "p99": None,
+        "max": None,
+    }
+
+
+def test_radio_losses_outside_the_model_invalidate_the_window():
+    from manetkit.lab.radioport import netdev_tx_dropped, sum_unmodelled
+
+    text = (
+        "Inter-|   Receive                                                |  Transmit\n"
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets"
+        " errs drop fifo colls carrier compressed\n"
+        "    lo:       0       0    0    0    0     0          0         0        0       0"
+        "    0    0    0     0       0          0\n"
+        "radio0:   1000      10    0    0    0     0          0         0     2000      20"
+        "    0    4    0     0       0          0\n"
+    )
+    assert netdev_tx_dropped(text, "radio0") == 4
+    assert netdev_tx_dropped(text, "mesh0") is None
+    radios = sum_unmodelled(
+        [{"radio_tap_kernel_drops": 4, "radio_event_drops": 0}, {"radio_tap_kernel_drops": 1}]
+    )
+    assert radios == {"radio_tap_kernel_drops": 5, "radio_event_drops": 0}
+    rec = LagRecorder()
+    rec.record(1.0, 1.0)
+    a = Reading.from_medium({"t": 1.0, "lag": rec.to_wire()}, extra_unmodelled={})
+    rec.record(2.0, 2.0)
+    b = Reading.from_medium({"t": 2.0, "lag": rec.to_wire()}, extra_unmodelled=radios)
+    f = window(a, b)
+    assert not f.valid and f.unmodelled_drops == {"radio_tap_kernel_drops": 5}
+
+
+def test_fidelity_table_shows_lag_and_drops():
+    from manetkit.console import fidelity_table, make_console
+
+    rec = LagRecorder()
+    rec.record(1.0005, 1.0)
+    table = fidelity_table(
+        {
+            "lag_ms": rec.summary(now=1.0),
+            "drops": {"unmodelled": {"radio_tap_write_drops": 2}, "modelled": {"queue_drops": 0}},
+        }
+    )
+    con = make_console()
+    with con.capture() as cap:
+        con.print(table)
+    text = cap.get()
+    assert "since start" in text and "last 10s" in text
+    assert "radio_tap_write_drops 2" in text and "none" in text

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import yaml
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 
-from manetkit import paths, procs
+from manetkit import jsonlines, paths, procs, radioevents
 from manetkit.lab import netns, nodes, radio
 from manetkit.lab.medium import protocol
 from manetkit.macaddr import format_mac
@@ -128,25 +127,21 @@ def test_chain_range_broadcast_and_walk_away(lab_factory):
     assert status["nodes"] == ["n1", "n2", "n3", "n4", "n5"]
     assert status["positions"]["positions"]["n3"] == [400.0, 0.0]
     assert all(p["alive"] for p in status["processes"])
-    assert {p["name"] for p in status["processes"]} >= {"medium", "radio-n1", "radio-n5"}
-    assert "radio-n2" in manetkit("lab", "logs", "--name", lab).stdout
+    # The medium owns every node's radio0 (lab up --radios shared): no process per node.
+    assert status["radios"] == "shared"
+    assert [p["name"] for p in status["processes"]] == ["medium"]
+    assert status["medium"]["radios"] == "shared"
+    assert status["medium"]["fidelity"]["lag_ms"]["since_start"]["outputs"] > 0
+    assert "medium" in manetkit("lab", "logs", "--name", lab).stdout
 
     # n3 walks away: n2 loses it, and its radio reports the failed unicasts, with the frame.
-    sub = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sub.settimeout(10)
-    sub.connect(str(paths.radio_control_socket(lab, "n2")))
-    events = sub.makefile("rb")
-    sub.sendall(b'{"cmd": "subscribe"}\n')
-    assert json.loads(events.readline())["subscribed"]
+    sub = jsonlines.subscribe(paths.radio_control_socket(lab, "n2")).connect(timeout=10)
     failed_before = stations(lab, "n2")[mac(3)]["tx_failed"]
     manetkit("lab", "move", "n3", "2000", "0", "--name", lab)
     assert not ping(lab, 2, 3, count=3)
-    while True:
-        ev = json.loads(events.readline())
-        if ev["event"] == "tx-failed":
-            break
-    assert ev["mac"] == mac(3) and ev["retries"] == 7
-    failed = Ether(bytes.fromhex(ev["frame"]))
+    ev = next(e for e in map(radioevents.from_wire, sub) if type(e) is radioevents.TxFailed)
+    assert format_mac(ev.mac) == mac(3) and ev.retries == 7
+    failed = Ether(ev.frame)
     assert failed[IP].dst == addr(3) and failed[ICMP].type == 8
     assert stations(lab, "n2")[mac(3)]["tx_failed"] >= failed_before + 3
     sub.close()
@@ -260,7 +255,8 @@ def _lab_leftovers(lab: str) -> list[str]:
 
 
 def test_down_after_crash_leaves_nothing(lab_factory):
-    lab = lab_factory(SCENARIOS / "chain-3.yaml")
+    # The per-node radio processes of the older design (docker's) must go too.
+    lab = lab_factory(SCENARIOS / "chain-3.yaml", "--radios", "process")
     state = nodes.read_state(lab)
     pids = {p.name: p.pid for p in state.processes}
     # A stray process inside a node, as `lab exec n1 -- sleep` in the background leaves.

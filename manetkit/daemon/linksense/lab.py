@@ -1,10 +1,10 @@
 """Link sensing from the lab radio's station table (the lab's stand-in for nl80211).
 
-The radio process of a lab node answers JSON lines on its control socket
-(``manetkit.paths.radio_control_socket``):
-  ``{"cmd":"subscribe"}`` -> a stream of ``{"event":"tx-failed","mac":..,"frame":"<hex>"}``,
-                            ``{"event":"station-new","mac":..,"signal_dbm":..}`` and
-                            ``{"event":"station-gone","mac":..,"reason":..}``
+A lab node's radio (served by the lab's medium process, or by a radio process) answers
+JSON lines on its control socket (``manetkit.paths.radio_control_socket``):
+  ``{"cmd":"subscribe"}`` -> a stream of the typed events of :mod:`manetkit.radioevents`
+                            (tx-failed with the frame, station-new, station-gone), read
+                            with :func:`manetkit.jsonlines.subscribe`
   ``{"cmd":"stations"}``  -> ``{"ok":true,"stations":[{"mac","signal_dbm",
                             "signal_avg_dbm","inactive_ms","rx_packets",
                             "rx_signal_frames","rx_signal_sum_dbm",...}]}``
@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from manetkit import jsonlines, radioevents
 from manetkit.daemon.linksense.base import (
     EventSink,
     LinkSenseBackend,
@@ -44,7 +45,6 @@ from manetkit.daemon.linksense.base import (
     StationTxFailed,
     tx_stats,
 )
-from manetkit.macaddr import parse_mac
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,12 @@ class LabBackend(LinkSenseBackend):
         # per MAC: (rx_signal_frames, rx_signal_sum_dbm) at the previous poll
         self._signal_seen: dict[bytes, tuple[int, float]] = {}
         self.malformed = 0
-        self.connected = False
+        self._sub: jsonlines.Subscription | None = None
+
+    @property
+    def connected(self) -> bool:
+        """Subscribed to the radio's events (the radio confirmed)."""
+        return self._sub is not None and self._sub.subscribed
 
     async def run(self) -> None:
         await asyncio.gather(self._subscribe_loop(), self._poll_loop())
@@ -101,37 +106,37 @@ class LabBackend(LinkSenseBackend):
                 await asyncio.sleep(0.5)
 
     async def _subscribe_loop(self) -> None:
+        warned = False
         while True:
-            reader, writer = await self._connect()
-            self.connected = True
+            self._sub = sub = jsonlines.subscribe(self.control_socket)
             try:
-                writer.write(b'{"cmd":"subscribe"}\n')
-                await writer.drain()
-                while line := await reader.readline():
-                    self._on_event(line)
+                async for obj in sub:
+                    self.on_event(obj)
+                log.warning("lab radio subscription ended (the radio went away)")
             except OSError as exc:
-                log.warning("lab radio subscription lost: %s", exc)
-            finally:
-                self.connected = False
-                writer.close()
+                if not warned:
+                    log.warning(
+                        "lab radio control socket %s: %s; retrying", self.control_socket, exc
+                    )
+                    warned = True
             await asyncio.sleep(0.5)
 
-    def _on_event(self, line: bytes) -> None:
+    def on_event(self, obj: dict[str, Any]) -> None:
+        """One event object from the radio (tests call it with a fake clock)."""
         try:
-            msg = json.loads(line)
-            kind = msg.get("event")
-            if kind == "tx-failed":
-                frame = bytes.fromhex(msg["frame"]) if msg.get("frame") else None
-                self.sink(self._clock(), StationTxFailed(parse_mac(msg["mac"]), frame))
-            elif kind == "station-gone":
-                # The radio's own expiry (60 s silent, as mac80211 IBSS): firm evidence.
-                self.sink(
-                    self._clock(), StationGone(parse_mac(msg["mac"]), msg.get("reason", "gone"))
-                )
-            elif kind == "station-new":
-                self.sink(self._clock(), StationSeen(parse_mac(msg["mac"]), msg.get("signal_dbm")))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            self.malformed += 1  # replies to subscribe ({"ok":true}) land here harmlessly
+            ev = radioevents.from_wire(obj)
+        except radioevents.RadioEventError as exc:
+            self.malformed += 1
+            log.debug("radio event skipped: %s", exc)
+            return
+        now = self._clock()
+        if type(ev) is radioevents.TxFailed:
+            self.sink(now, StationTxFailed(ev.mac, ev.frame))
+        elif type(ev) is radioevents.StationGone:
+            # The radio's own expiry (60 s silent, as mac80211 IBSS): firm evidence.
+            self.sink(now, StationGone(ev.mac, ev.reason))
+        else:
+            self.sink(now, StationSeen(ev.mac, ev.signal_dbm))
 
     async def _poll_loop(self) -> None:
         while True:

@@ -23,7 +23,7 @@ import yaml
 
 from manetkit import paths
 from manetkit.errors import UserError
-from manetkit.lab import nodes
+from manetkit.lab import inventory, nodes
 from manetkit.lab.map.core import LabInfo
 
 CONTAINER_RUNDIR = Path("/run/manetkit")
@@ -196,7 +196,7 @@ def find_lab(name: str | None) -> LabSource:
             paths.check_lab_name(name)
         except ValueError as exc:
             raise UserError(f"--name: {exc}") from None
-    netns_labs = [lab for lab in nodes.labs() if paths.medium_control_socket(lab).exists()]
+    netns_labs = [lab for lab in inventory.labs() if paths.medium_control_socket(lab).exists()]
     if name is not None and name in netns_labs:
         return netns_source(name)
     docker = docker_labs()

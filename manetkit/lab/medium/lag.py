@@ -27,6 +27,7 @@ EDGES_US: tuple[float, ...] = tuple(
     round(10.0 * 10 ** (k / _PER_DECADE), 3) for k in range(6 * _PER_DECADE + 1)
 )
 SECONDS_KEPT = 3600  # per-second summaries kept (an hour of lab time)
+RECENT_S = 10  # "the last seconds" of :meth:`LagRecorder.summary`
 
 
 def bucket_of(lag_us: float) -> int:
@@ -87,6 +88,8 @@ class LagRecorder:
         self._second: int | None = None
         self._sec_counts = [0] * (len(EDGES_US) + 1)
         self._sec_max = 0.0
+        # the last closed seconds' histograms, for :meth:`summary`: (second, counts, max)
+        self._recent: deque[tuple[int, list[int], float]] = deque(maxlen=RECENT_S)
 
     def record(self, now: float, due: float) -> None:
         """An output due at ``due`` was handed out at ``now`` (same clock, seconds)."""
@@ -112,6 +115,7 @@ class LagRecorder:
                 self._second, sum(c), percentile_us(c, 0.5), percentile_us(c, 0.99), self._sec_max
             )
         )
+        self._recent.append((self._second, c, self._sec_max))
         self._sec_counts = [0] * (len(EDGES_US) + 1)
         self._sec_max = 0.0
 
@@ -140,3 +144,31 @@ class LagRecorder:
                 ).to_wire()
             )
         return {"edges_us": list(EDGES_US), "counts": list(self.counts), "seconds": rows}
+
+    def summary(self, now: float, recent_s: int = RECENT_S) -> dict[str, dict]:
+        """Lag p50/p99/max in ms and the outputs counted, since the start and over the
+        last ``recent_s`` seconds before ``now`` (what ``lab status`` shows)."""
+        recent = [(c, m) for sec, c, m in self._recent if sec > now - recent_s - 1]
+        if self._second is not None and self._second > now - recent_s - 1:
+            recent.append((self._sec_counts, self._sec_max))
+        counts = [sum(col) for col in zip(*(c for c, _ in recent), strict=True)] if recent else []
+        return {
+            "since_start": _lag_ms(self.counts, self.max_us),
+            f"last_{recent_s}s": _lag_ms(counts, max((m for _, m in recent), default=0.0)),
+        }
+
+
+def _lag_ms(counts: list[int], max_us: float) -> dict:
+    def ms(us: float | None) -> float | None:
+        return None if us is None else round(us / 1000.0, 3)
+
+    outputs = sum(counts)
+    if not outputs:
+        return {"outputs": 0, "p50": None, "p99": None, "max": None}
+    # a percentile is its bucket's upper edge: never report it above the exact maximum
+    return {
+        "outputs": outputs,
+        "p50": ms(min(percentile_us(counts, 0.5), max_us)),
+        "p99": ms(min(percentile_us(counts, 0.99), max_us)),
+        "max": ms(max_us),
+    }

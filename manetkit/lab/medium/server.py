@@ -1,14 +1,20 @@
 """``manetkit lab medium``: the asyncio shell around the sans-I/O :class:`~.mac.Medium`.
 
-One process per lab. It binds the radios' datagram socket (AF_UNIX, and optionally UDP),
-accepts ATTACH from node ids 1..N, feeds every TX to the medium at the loop's current
-time, and sends out DELIVER and TXSTATUS datagrams as the medium's virtual schedule
-reaches them. A JSON-lines control socket moves nodes, forces links and reports state;
+One process per lab. With ``--radios shared`` (what ``lab up`` starts for a namespace
+lab) it also *is* every node's radio (``manetkit.lab.sharedradios``): it makes each
+node's TAP radio0 in the node's namespace, reads the frames a node sends straight from
+it and writes deliveries straight into the receivers' TAPs. With ``--radios process``
+(docker labs, ``lab up --radios process``) radio processes relay instead: it accepts
+their ATTACH from node ids 1..N on its datagram socket (AF_UNIX, and optionally UDP),
+feeds every TX to the medium at the loop's current time, and sends out DELIVER and
+TXSTATUS datagrams as the medium's virtual schedule reaches them (the socket is bound
+with shared radios too; an ATTACH for a node whose radio is the medium's is refused).
+A JSON-lines control socket moves nodes, forces links and reports state;
 the ground-truth log records the connectivity graph whenever it changes.
 
-Hot path: one readiness callback drains the socket until EAGAIN (no per-datagram
-callbacks); a TX is only type-checked and sliced; sends to a radio that cannot take
-more (EAGAIN/ENOBUFS) are dropped and counted, never waited for.
+Hot path: one readiness callback drains the socket (or a node's TAP) until EAGAIN (no
+per-datagram callbacks); a TX is only type-checked and sliced; sends to a radio that
+cannot take more (EAGAIN/ENOBUFS) are dropped and counted, never waited for.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import math
 import os
@@ -35,7 +42,9 @@ from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.lag import LagRecorder
 from manetkit.lab.medium.linktable import link_table
 from manetkit.lab.medium.mac import Delivery, Medium
+from manetkit.lab.radioport import RadioPort
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
+from manetkit.lab.sharedradios import SharedRadios
 
 log = logging.getLogger("manetkit.medium")
 
@@ -53,6 +62,11 @@ MIN_TIMER_S = 0.001
 MIN_DGRAM_QLEN = 512
 _QLEN_SYSCTL = Path("/proc/sys/net/unix/max_dgram_qlen")
 MAX_DATAGRAM = 65_600
+# SCHED_FIFO priority: above every normal process (daemons, peers, traffic, which the
+# medium wakes with every delivery and which would otherwise preempt it), below the
+# kernel's own real-time threads (50 and up). Bounded by the kernel's real-time
+# throttling (sched_rt_runtime_us: 95 % of a CPU by default).
+DEFAULT_RT_PRIORITY = 10
 _DROPPABLE = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
 _GONE = (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN)
 
@@ -78,6 +92,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a scenario field, e.g. --set radio.rate_mbps=11 (repeatable)",
+    )
+    parser.add_argument(
+        "--radios",
+        choices=("process", "shared"),
+        default="process",
+        help="shared: make every node's TAP in its namespace and serve it here (namespace "
+        "labs; lab up's default); process: radio processes attach over the datagram socket",
+    )
+    parser.add_argument(
+        "--realtime",
+        type=int,
+        default=DEFAULT_RT_PRIORITY,
+        metavar="PRIORITY",
+        help=f"run under SCHED_FIFO at this priority (1-99; default {DEFAULT_RT_PRIORITY}), so "
+        "the node software this process wakes cannot delay the air's schedule; 0: normal "
+        "scheduling. Refused (not root, no real-time budget): a warning, normal scheduling",
     )
     # Bench-only (``bench medium``'s capacity run): multiply every 802.11 duration by this
     # factor, so the relay's own cost, not the airtime model, limits the frame rate.
@@ -126,6 +156,7 @@ class MediumServer:
         udp: tuple[int, tuple] | None = None,
         airtime_scale: float = 1.0,
         control_group: str | None = None,
+        radios: SharedRadios | None = None,
     ):
         self.scenario = scenario
         self.lab = lab
@@ -138,6 +169,12 @@ class MediumServer:
         self.medium: Medium = medium_from_scenario(scenario, airtime_scale=airtime_scale)
         for i in range(1, self.n + 1):
             self.medium.set_attached(i, False)  # until its radio says ATTACH
+        self.radios = radios
+        self.scheduling = "normal"  # what set_realtime() obtained (shown in stats)
+        # index = node id: the port of a node whose radio is this process, else None
+        self.local: list[RadioPort | None] = (
+            list(radios.ports) if radios is not None else [None] * (self.n + 1)
+        )
         self.addr_node: dict[Any, int] = {}
         self.node_addr: dict[int, tuple[socket.socket, Any]] = {}
         self.counters = {
@@ -149,6 +186,7 @@ class MediumServer:
             "send_drops": 0,
             "send_errors": 0,
             "undeliverable": 0,
+            "tap_frames_in": 0,
         }
         self.lag = LagRecorder()
         self._socks: list[socket.socket] = []
@@ -231,6 +269,10 @@ class MediumServer:
                     proto.refused(f"node id {msg.node_id} is not in this lab (n1..n{self.n})"),
                 )
                 return
+            if self.local[msg.node_id] is not None:
+                self.counters["refused"] += 1
+                self._send(sock, addr, proto.refused(f"n{msg.node_id}'s radio is the medium's own"))
+                return
             old = self.node_addr.get(msg.node_id)
             if old is not None:
                 self.addr_node.pop(old[1], None)
@@ -280,8 +322,17 @@ class MediumServer:
         node_addr = self.node_addr
         next_event = medium.next_event
         record = self.lag.record
+        local = self.local
+        mono = now + self.t0  # the ports' station tables run on time.monotonic()
         while (ev := next_event()) is not None:
             record(now, ev.at)
+            port = local[ev.node]
+            if port is not None:
+                if type(ev) is Delivery:
+                    port.deliver(ev.rssi_dbm, ev.frame, mono)
+                else:
+                    port.tx_status(ev.dst_mac, ev.retries, ev.ok, ev.frame, mono)
+                continue
             to = node_addr.get(ev.node)
             if type(ev) is Delivery:
                 if to is None:
@@ -303,6 +354,20 @@ class MediumServer:
             delay = self.t0 + when - time.monotonic()
             delay = 0.0 if delay <= 0 else max(delay, MIN_TIMER_S)
             self._timer = self.loop.call_later(delay, self._on_timer)
+
+    def on_local_frames(self, node: int, frames: list[bytes]) -> None:
+        """Frames node ``node`` sent on its TAP (shared radios): onto the air."""
+        now = self.now()
+        transmit = self.medium.transmit
+        ok = 0
+        for frame in frames:
+            if len(frame) < proto.MIN_FRAME:
+                self.counters["malformed"] += 1
+                continue
+            transmit(now, node, frame)
+            ok += 1
+        self.counters["tap_frames_in"] += ok
+        self._pump(now)
 
     def _on_timer(self) -> None:
         self._timer, self._timer_at = None, math.inf
@@ -377,10 +442,14 @@ class MediumServer:
                 "ok": True,
                 "t": now,
                 "cpu_s": round(cpu.user + cpu.system, 3),
-                "attached": sorted(f"n{k}" for k in self.node_addr),
+                "attached": [f"n{k}" for k in sorted(self.attached_nodes())],
                 "server": dict(self.counters),
                 "medium": self.medium.stats(),
                 "graph_changes": self._gt.changes if self._gt else None,
+                "radios": self.radios_design(),
+                "scheduling": self.scheduling,
+                **({"shared_radios": self.radios.stats()} if self.radios else {}),
+                "fidelity": {"lag_ms": self.lag.summary(now), "drops": self.drops()},
             }
         if cmd == "links":
             table = link_table(self.medium.refresh(now), self.medium.prop, bool(req.get("cs")))
@@ -390,7 +459,13 @@ class MediumServer:
             if since is not None and not isinstance(since, int | float):
                 raise ValueError(f"fidelity: since must be a number of seconds, not {since!r}")
             lag = self.lag.to_wire(since=None if since is None else int(since))
-            return {"ok": True, "t": now, "lag": lag, "drops": self.drops()}
+            return {
+                "ok": True,
+                "t": now,
+                "radios": self.radios_design(),
+                "lag": lag,
+                "drops": self.drops(),
+            }
         raise ValueError(
             f"unknown cmd {cmd!r} (ping, positions, neighbours, links, move, link, stats, fidelity)"
         )
@@ -399,13 +474,25 @@ class MediumServer:
         """Frames lost by the model's decision (physics, queues) and outside it (the
         shell could not hand a DELIVER or TXSTATUS to a radio): lab/fidelity.py."""
         c = self.medium.counters
+        unmodelled = {
+            "medium_send_drops": self.counters["send_drops"],
+            "medium_send_errors": self.counters["send_errors"],
+        }
+        if self.radios is not None:
+            unmodelled.update(self.radios.unmodelled())
         return {
             "modelled": {k: c[k] for k in ("queue_drops", "random_losses", "interference_losses")},
-            "unmodelled": {
-                "medium_send_drops": self.counters["send_drops"],
-                "medium_send_errors": self.counters["send_errors"],
-            },
+            "unmodelled": unmodelled,
         }
+
+    def attached_nodes(self) -> set[int]:
+        """Nodes on the air: attached radio processes and the shared radios' TAPs."""
+        local = {p.node_id for p in self.local if p is not None and p.on_air}
+        return set(self.node_addr) | local
+
+    def radios_design(self) -> str:
+        """``shared``: the nodes' radios are this process's; ``process``: radio processes."""
+        return "shared" if self.radios is not None else "process"
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -435,12 +522,28 @@ class MediumServer:
             for s in self._socks:
                 self._tune(s)
                 self.loop.add_reader(s.fileno(), self._on_readable, s)
+            if self.radios is not None:
+                try:
+                    self.radios.create()
+                except OSError as exc:
+                    raise UserError(f"--radios shared: {exc}") from None
+                for port in self.radios:
+                    self.medium.set_attached(port.node_id, True)
+                self.radios.on_promiscuous = self.medium.set_overhear
+                self.radios.on_air = self.medium.set_attached  # a deleted radio0
+                await self.radios.start(self.on_local_frames)
             if self.ground_truth_path is not None:
                 self.ground_truth_path.parent.mkdir(parents=True, exist_ok=True)
                 self._gt_file = open(self.ground_truth_path, "a")  # noqa: SIM115 (closed below)
                 self._gt = GroundTruthLog(self._gt_file, wall0)
             self._observe_graph(force=True)
             tasks.append(asyncio.create_task(self._ground_truth_task()))
+            # What start-up made (imports, the scenario, the MAC's tables, the radios)
+            # lives as long as the process: keep the cyclic garbage collector from
+            # scanning it again and again. A full collection of a 100-node medium's
+            # ~54,000 objects took 18 ms on the 2-core machine: a lag spike each time.
+            gc.collect()
+            gc.freeze()
             # The control socket is bound last: once it answers, everything is up.
             await control_server.start()
             log.info(
@@ -457,6 +560,8 @@ class MediumServer:
             for t in tasks:
                 t.cancel()
             await control_server.close()
+            if self.radios is not None:
+                await self.radios.close()
             if self._timer is not None:
                 self._timer.cancel()
             for s in self._socks:
@@ -481,6 +586,17 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         control = paths.socket_option(args.control, "--control", paths.medium_control_socket(lab))
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    radios = None
+    if getattr(args, "radios", "process") == "shared":
+        try:
+            nodes = [f"n{i}" for i in range(1, scenario.nodes + 1)]
+            for node in nodes:
+                paths.check_socket_path(
+                    paths.radio_control_socket(lab, node), "radio socket", paths.rundir_hint()
+                )
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        radios = SharedRadios(lab, scenario.nodes)
     return MediumServer(
         scenario,
         lab,
@@ -490,7 +606,25 @@ def server_from_args(args: argparse.Namespace) -> MediumServer:
         parse_hostport(args.udp) if args.udp else None,
         airtime_scale,
         getattr(args, "control_group", None),
+        radios,
     )
+
+
+def set_realtime(priority: int) -> str:
+    """Put this process under SCHED_FIFO at ``priority`` (0: leave it alone); what it
+    runs under, for ``stats`` (the refusal's reason included)."""
+    if priority == 0:
+        return "normal"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except OSError as exc:
+        log.warning(
+            "SCHED_FIFO %d refused (%s): normal scheduling; under load the lab's lag grows",
+            priority,
+            exc.strerror,
+        )
+        return f"normal (SCHED_FIFO {priority} refused: {exc.strerror})"
+    return f"fifo {priority}"
 
 
 async def _main(server: MediumServer) -> None:
@@ -504,6 +638,10 @@ async def _main(server: MediumServer) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the medium until SIGTERM/SIGINT; exit 0 after removing its sockets."""
     server = server_from_args(args)
+    priority = getattr(args, "realtime", 0)
+    if not 0 <= priority <= 99:
+        raise UserError("--realtime must be 0 (off) or a priority 1..99")
+    server.scheduling = set_realtime(priority)
     runner.run(_main(server))
     return 0
 
