@@ -262,3 +262,31 @@ def test_the_daemon_wide_section_reaches_the_engine():
         }
     )
     assert not own.engine_config().link_quality.veto.on  # the section's own wins
+
+
+# -- link sensing's transmit reports -------------------------------------------------
+
+
+def test_station_counters_become_attempts_and_deliveries_between_polls():
+    import json
+    from pathlib import Path
+
+    from manetkit.daemon.linksense.base import StationInfo, StationTxStats, tx_stats
+    from manetkit.daemon.linksense.lab import LabBackend
+
+    mac = bytes.fromhex("026d6b000002")
+    a = StationInfo(mac, tx_packets=10, tx_retries=4, tx_failed=1)
+    b = StationInfo(mac, tx_packets=20, tx_retries=19, tx_failed=2)
+    # 10 frames, 15 retries: 25 attempts; 1 of the frames failed: 9 delivered
+    assert tx_stats(a, b) == StationTxStats(mac, 25, 9)
+    assert tx_stats(None, b) is None  # no previous poll
+    assert tx_stats(b, a) is None  # counters went back: a restart
+    assert tx_stats(b, b) is None  # nothing sent
+
+    got: list = []
+    lab = LabBackend("radio0", lambda now, ev: got.append(ev), Path("/nonexistent"), lambda: 1.0)
+    row = {"mac": "02:6d:6b:00:00:02", "rx_packets": 1, "tx_packets": 10, "tx_retries": 4}
+    lab.on_table(json.dumps({"stations": [row]}).encode())
+    row.update(tx_packets=20, tx_retries=19, tx_failed=2)
+    lab.on_table(json.dumps({"stations": [row]}).encode())
+    assert [e for e in got if isinstance(e, StationTxStats)] == [StationTxStats(mac, 25, 8)]
