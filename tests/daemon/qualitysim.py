@@ -110,6 +110,17 @@ class QualitySim(Sim):
 
         self._at(when, fail)
 
+    def _receiver(self, nb: IPv4Address, packet: bytes, sender: IPv4Address):
+        """A frame arrives with the link's signal (as a radio would give it)."""
+        q = self.q(sender, nb)
+        dbm = q.dbm if q is not None else self.rssi_dbm
+
+        def rx() -> None:
+            self.engines[nb].receive_frame(self.now, packet, mac_of(sender), dbm)
+            self._drain(nb)
+
+        return rx
+
     # -- link sensing
     def _beacons(self) -> None:
         self.seq += 1

@@ -129,9 +129,12 @@ def test_signal_admission_has_hysteresis_and_does_not_flap_with_fading():
     assert adm.admits(56.0, NB, None)
 
 
-def test_no_signal_known_is_not_judged_by_the_signal_rule():
+def test_without_a_smoothed_signal_the_one_given_decides_and_none_admits():
     q = lq(admission=AdmissionConfig(signal=True))
-    assert q.admission.admits(0.0, NB, -99.0)  # one frame's RSSI is not used
+    assert not q.admission.admits(0.0, NB, -99.0)  # LinkUp's signal, before any sample
+    assert q.admission.admits(0.0, NB, None)  # nothing known: not judged
+    q.observe(0.1, SignalSample(NB, -70.0, 0.1))
+    assert q.admission.admits(0.2, NB, -99.0)  # the smoothed signal decides now
 
 
 def test_n_of_m_beacons():

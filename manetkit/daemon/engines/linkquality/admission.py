@@ -8,8 +8,9 @@ longest, worst links, the "gray zone". Lundgren et al.'s fixes (section 5), both
 - **signal**: a link counts only while its smoothed signal is above a threshold, with
   hysteresis (admitted at ``admit_dbm``, refused again below ``release_dbm``) so a link
   near the edge does not flap with every fade; the smoothing is the estimator's EWMA
-  (:mod:`.estimator`). A link with no signal known (no sample yet, or the hello backend,
-  which reports none) is not judged by this rule;
+  (:mod:`.estimator`). A link with no smoothed signal yet is judged by the one power
+  given with it, if any (link sensing's at ``LinkUp``); with none (the hello backend
+  reports none) not by this rule;
 - **hellos**: a link counts only when N of the last M of the neighbour's beacons came
   (their "N consecutive hellos", generalised as babeld's hello history).
 
@@ -39,8 +40,9 @@ class GrayZoneAdmission:
         self.counters = counters
 
     def admits(self, now: float, link: Hashable, signal_dbm: float | None) -> bool:
-        """``signal_dbm`` (one frame's) is not used: one frame says little under fading;
-        the estimator's smoothed signal decides."""
+        """The estimator's smoothed signal decides; ``signal_dbm`` (one frame's, or
+        link sensing's at ``LinkUp``) only while it has none: one frame says little
+        under fading, but more than nothing."""
         if not isinstance(link, IPv4Address):
             return True
         cfg, est = self.cfg, self.estimates
@@ -49,6 +51,9 @@ class GrayZoneAdmission:
             if st is not None and st.admitted_signal is False:
                 self.counters["admission-refused-signal"] += 1
                 return False
+        elif cfg.signal and signal_dbm is not None and signal_dbm < cfg.admit_dbm:
+            self.counters["admission-refused-signal"] += 1
+            return False
         if cfg.hellos:
             got = est.beacon_ratio(now, link, cfg.hellos_window)
             if got is None or got[0] < cfg.hellos_heard:
