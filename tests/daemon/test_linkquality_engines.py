@@ -221,7 +221,7 @@ def test_smr_backup_is_chosen_by_path_quality():
 
 @pytest.mark.parametrize("proto", ["dsr", "aodv"])
 def test_veto_keeps_the_route_on_a_false_failure_and_breaks_on_real_ones(proto):
-    lq = LinkQualityConfig(veto=VetoConfig(on=True, failures=3))
+    lq = LinkQualityConfig(veto=VetoConfig(enabled=True, failures=3))
     links = {(A(1), A(2)): GOOD, (A(2), A(3)): GOOD}
     eng = engines(proto, lq, n=3)
     sim = QualitySim(eng, links, seed=1)

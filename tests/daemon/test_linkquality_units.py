@@ -161,7 +161,7 @@ def _alive(q: LinkQuality, until: float, dbm: float = -70.0) -> None:
 
 
 def test_veto_keeps_a_heard_steady_link_until_n_consecutive_failures():
-    q = lq(veto=VetoConfig(on=True, failures=3))
+    q = lq(veto=VetoConfig(enabled=True, failures=3))
     _alive(q, 5.0)
     assert not q.tx_failed(5.0, NB)
     assert not q.tx_failed(5.05, NB)
@@ -174,7 +174,7 @@ def test_veto_keeps_a_heard_steady_link_until_n_consecutive_failures():
 
 
 def test_a_delivery_between_failures_restarts_the_count_and_confirms_the_veto():
-    q = lq(veto=VetoConfig(on=True, failures=2))
+    q = lq(veto=VetoConfig(enabled=True, failures=2))
     _alive(q, 5.0)
     assert not q.tx_failed(5.0, NB)
     q.observe(5.2, TxReport(NB, 9, 1))
@@ -183,15 +183,15 @@ def test_a_delivery_between_failures_restarts_the_count_and_confirms_the_veto():
 
 
 def test_failures_corroborated_by_silence_weak_signal_or_a_falling_trend_break_at_once():
-    q = lq(veto=VetoConfig(on=True, silence_s=1.0))
+    q = lq(veto=VetoConfig(enabled=True, silence_s=1.0))
     _alive(q, 2.0)
     assert q.tx_failed(3.5, NB)  # silent for 1.7 s
     assert q.counters["veto-break-silent"] == 1
-    q = lq(veto=VetoConfig(on=True, floor_dbm=-88.0))
+    q = lq(veto=VetoConfig(enabled=True, floor_dbm=-88.0))
     _alive(q, 5.0, dbm=-91.0)
     assert q.tx_failed(5.0, NB)
     assert q.counters["veto-break-weak"] == 1
-    q = lq(veto=VetoConfig(on=True, trend_db_per_s=2.0))
+    q = lq(veto=VetoConfig(enabled=True, trend_db_per_s=2.0))
     for i in range(25):  # walking away: -4 dB/s
         t = 0.2 * i
         q.observe(t, SignalSample(NB, -60.0 - 4.0 * t, t))
@@ -242,7 +242,7 @@ def test_settings_refuse_bad_values_by_name():
     assert not LinkQualityConfig().enabled
     with pytest.raises(UserError, match="link_quality"):
         parse_config(
-            {"address": "10.42.0.1", "protocol": "static", "link_quality": {"veto": {"on": True}}}
+            {"address": "10.42.0.1", "protocol": "static", "link_quality": {"veto": {"enabled": True}}}
         )
 
 
@@ -260,11 +260,11 @@ def test_the_daemon_wide_section_reaches_the_engine():
         {
             "address": "10.42.0.1",
             "protocol": "aodv",
-            "link_quality": {"veto": {"on": True}},
+            "link_quality": {"veto": {"enabled": True}},
             "aodv": {"link_quality": {"metric": {"kind": "etx"}}},
         }
     )
-    assert not own.engine_config().link_quality.veto.on  # the section's own wins
+    assert not own.engine_config().link_quality.veto.enabled  # the section's own wins
 
 
 # -- link sensing's transmit reports -------------------------------------------------

@@ -130,7 +130,7 @@ class MetricConfig(_Strict):
 class VetoConfig(_Strict):
     """False-failure defence (Valera, Tan & Seah)."""
 
-    on: bool = Field(False, description="veto transmit failures that nothing corroborates")
+    enabled: bool = Field(False, description="veto transmit failures that nothing corroborates")
     failures: int = Field(
         3,
         ge=1,
@@ -168,4 +168,4 @@ class LinkQualityConfig(_Strict):
 
     @property
     def enabled(self) -> bool:
-        return self.admission.on or self.metric.kind != "hops" or self.veto.on
+        return self.admission.on or self.metric.kind != "hops" or self.veto.enabled

@@ -43,7 +43,7 @@ class LinkQuality:
             if config.metric.kind == "etx"
             else None
         )
-        self.veto = FailureVeto(self.estimates, config) if config.veto.on else None
+        self.veto = FailureVeto(self.estimates, config) if config.veto.enabled else None
 
     # -- inputs
     def observe(self, now: float, event: LinkEvent) -> bool:
@@ -120,7 +120,7 @@ class LinkQuality:
         out: dict[str, Any] = {
             "admission": self.cfg.admission.on,
             "metric": self.cfg.metric.kind,
-            "veto": self.cfg.veto.on,
+            "veto": self.cfg.veto.enabled,
             "links": rows,
             "bounds": {
                 "links": {"size": len(est.links), "limit": est.capacity, "evicted": est.evicted}
