@@ -23,7 +23,7 @@ beyond that evicts the one heard least recently (counted in ``evicted``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines.linkquality.config import LinkQualityConfig
@@ -82,11 +82,9 @@ class LinkState:
     admitted_signal: bool | None = None  # hysteresis state; None: no signal yet
     beacons: Beacons | None = None
     failures: int = 0  # consecutive transmit failures since the last delivery
-    first_failure: float = 0.0
     vetoed: int = 0  # failures vetoed since the last delivery or break
     first_vetoed: float = 0.0
     last_failure: float = float("-inf")
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class LinkEstimates:
@@ -156,8 +154,6 @@ class LinkEstimates:
 
     def tx_failed(self, now: float, nb: IPv4Address) -> LinkState:
         st = self._state(now, nb)
-        if st.failures == 0:
-            st.first_failure = now
         st.failures += 1
         st.last_failure = now
         return st
