@@ -35,3 +35,22 @@ def test_a_window_the_log_does_not_cover_expects_nothing():
     got = expected.expected_for_pair(LOG, "n1", "n3", 50.0, 90.0)
     assert (got["expected_kbps"], got["covered_s"]) == (None, 0.0)
     assert expected.expected_for_pair([], "n1", "n3", 0.0, 1.0)["expected_kbps"] is None
+
+
+def test_ground_truth_and_chain_table_must_share_a_profile(tmp_path):
+    from manetkit.errors import UserError
+
+    rule = "outdoor 802.11b: PER of a 1500-byte packet at 11 Mbit/s <= 0.1 on the mean SNR"
+    realistic = [{**LOG[0], "rule": rule}, *LOG[1:]]
+    assert expected.log_profile(realistic) == "outdoor" and expected.log_profile(LOG) is None
+    with pytest.raises(UserError, match="measured on ns2"):
+        expected.expected_for_pair(realistic, "n1", "n3", 105.0, 120.0)  # the ns2 default table
+    table = {1: 4000.0, 2: 2000.0}
+    got = expected.expected_for_pair(realistic, "n1", "n3", 105.0, 120.0, table, "outdoor")
+    assert got["expected_kbps"] == pytest.approx((5 * 2000 + 5 * 4000) / 15, abs=0.05)
+    bench = tmp_path / "chain.json"
+    bench.write_text(json.dumps({"hops": [1], "throughput_bps": [4e6], "profile": "outdoor"}))
+    assert expected.chain_table_profile(bench) == "outdoor"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"hops": [1], "throughput_bps": [1.4e6], "radio": {}}))
+    assert expected.chain_table_profile(old) == "ns2"

@@ -65,6 +65,17 @@ CORES = {
     "manetkit.lab.medium.mobility",
     "manetkit.lab.medium.topology",
     "manetkit.lab.medium.lag",
+    "manetkit.lab.medium.realistic",
+    "manetkit.lab.medium.channel",
+    "manetkit.lab.medium.pathloss",
+    "manetkit.lab.medium.shadowing",
+    "manetkit.lab.medium.fading",
+    "manetkit.lab.medium.power",
+    "manetkit.lab.medium.errormodels",
+    "manetkit.lab.medium.ratecontrol",
+    "manetkit.lab.medium.queues",
+    "manetkit.lab.medium.profiles",
+    "manetkit.lab.medium.curves",
     "manetkit.lab.map.core",
 }
 # What a core never imports: event loops, sockets, processes, threads, the kernel's

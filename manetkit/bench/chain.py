@@ -6,8 +6,15 @@ denominator of "expected throughput" (eq. 3.1; docs/experiments.md "Expected thr
 along the chain share the channel, T_i is bounded by C/i for i <= 3 and by C/3 beyond, and
 ACK contention pulls it a little lower from 4 hops on.
 
-One lab of N+1 nodes, 200 m apart (in range of the next node only, within carrier sense
-of the next two), is brought up. Its radio and propagation come from the shipped
+One lab of N+1 nodes, 200 m apart on the ns2 profile (in range of the next node only,
+within carrier sense of the next two), is brought up. On a realistic profile
+(``--set radio.profile=outdoor`` or a realistic ``--scenario``) the default spacing is
+60 % of the distance where the profile's usable-link rule ends (``channel.py``: 72 m for
+outdoor 802.11b at 11 Mbit/s, 23 m for 802.11g at 54), so every hop is a usable link
+with a few dB to spare and the ground truth of the experiments counts hops the same
+way; shadowing is off (every hop alike, as on ns2; ``--set
+radio.shadowing_sigma_db=4`` measures one shadowed realization), fading stays on; the
+rate defaults to the scenario's (the profile's data rate). Its radio and propagation come from the shipped
 ``configs/scenarios/chain-<N+1>.yaml`` (``chain-9.yaml`` for longer chains), or from
 ``--scenario``: in particular ``radio.rts_threshold: 0``, RTS/CTS before every unicast as
 in the paper's ns-2 runs; ``--set`` overrides fields as for ``lab up``. The lab is then the kernel forwards over ``radio0`` with static routes
@@ -33,7 +40,9 @@ from manetkit import paths, procs
 from manetkit.bench import report
 from manetkit.errors import UserError
 from manetkit.lab import netns, nodes, scenario
+from manetkit.lab.build import phy_profile_from_scenario
 from manetkit.lab.medium import protocol
+from manetkit.lab.medium.channel import usable_distance_m
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 from manetkit.macaddr import format_mac
 
@@ -51,6 +60,8 @@ def addr(k: int) -> str:
 
 SHIPPED = SHIPPED_SCENARIOS
 LONGEST_SHIPPED = 9
+NS2_SPACING_M = 200.0
+REALISTIC_SPACING = 0.6  # of the usable-link distance
 
 
 def shipped_chain(hosts: int) -> Path:
@@ -60,13 +71,15 @@ def shipped_chain(hosts: int) -> Path:
 
 def chain_scenario(
     hosts: int,
-    rate_mbps: float,
-    spacing_m: float,
+    rate_mbps: float | None,
+    spacing_m: float | None,
     base: Path | None = None,
     overrides: dict[str, str] | None = None,
 ) -> dict:
     """The benchmark's scenario: ``base``'s fields (radio, propagation, seed), with the node
-    count, rate and a static line of ``spacing_m`` set by the benchmark, then ``overrides``."""
+    count, rate and a static line of ``spacing_m`` set by the benchmark, then ``overrides``.
+    ``rate_mbps`` None keeps the scenario's rate; ``spacing_m`` None is 200 m on the ns2
+    profile and :data:`REALISTIC_SPACING` of the usable-link distance on a realistic one."""
     path = base or shipped_chain(hosts)
     try:
         data = yaml.safe_load(path.read_text()) or {}
@@ -77,10 +90,24 @@ def chain_scenario(
     data.pop("name", None)  # the benchmark names its own lab
     data["nodes"] = hosts
     data["stack"] = data["proxy"] = "none"  # static routes: the medium alone is measured
-    data.setdefault("radio", {})["rate_mbps"] = rate_mbps
-    data["mobility"] = {"model": "static", "layout": {"kind": "line", "spacing": spacing_m}}
+    if rate_mbps is not None:
+        data.setdefault("radio", {})["rate_mbps"] = rate_mbps
+    data["mobility"] = {"model": "static", "layout": {"kind": "line", "spacing": 1.0}}
     data = scenario.apply_overrides(data, overrides or {})
-    scenario.scenario_from_dict(data, str(path), path.parent)  # refuse a bad one now
+    sc = scenario.scenario_from_dict(data, str(path), path.parent)  # refuse a bad one now
+    if sc.radio.profile != "ns2":
+        data.pop("propagation", None)  # the shipped chains' two-ray section: ns2's only
+        # Every hop alike, as on ns2: no shadowing unless asked for (one realization of
+        # it can put a hop below the usable-link rule and measure a broken chain).
+        data["radio"].setdefault("shadowing_sigma_db", 0.0)
+    if spacing_m is None:
+        spacing_m = NS2_SPACING_M
+        if sc.radio.profile != "ns2":
+            spacing_m = round(
+                REALISTIC_SPACING * usable_distance_m(phy_profile_from_scenario(sc)), 1
+            )
+    data["mobility"] = {"model": "static", "layout": {"kind": "line", "spacing": spacing_m}}
+    scenario.scenario_from_dict(data, str(path), path.parent)
     return data
 
 
@@ -177,6 +204,7 @@ def measure(
     lab = f"bch{os.getpid() % 100000}"
     data = chain_scenario(hosts, rate_mbps, spacing_m, base, overrides)
     radio = scenario.scenario_from_dict(data).radio
+    spacing_m = data["mobility"]["layout"]["spacing"]
     with tempfile.TemporaryDirectory(prefix="manetkit-chain-") as tmp:
         scen_path = Path(tmp) / "chain.yaml"
         scen_path.write_text(yaml.safe_dump(data))
@@ -193,7 +221,8 @@ def measure(
             nodes.down(lab)
     ratios = [t / tput[0] if tput[0] else 0.0 for t in tput]
     return {
-        "rate_bps": int(rate_mbps * 1e6),
+        "rate_bps": int(radio.rate_mbps * 1e6),
+        "profile": radio.profile,
         "scenario": str(base or shipped_chain(hosts)),
         "overrides": overrides or {},
         "radio": radio.model_dump(),
@@ -270,12 +299,15 @@ def run(args: argparse.Namespace) -> int:
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-hops", type=int, default=6, help="longest chain, in hops (6)")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per iperf3 run (10)")
-    parser.add_argument("--rate", type=float, default=2.0, help="802.11 rate in Mbit/s (2)")
+    parser.add_argument(
+        "--rate", type=float, default=None, help="802.11 rate in Mbit/s (the scenario's: 2)"
+    )
     parser.add_argument(
         "--spacing",
         type=float,
-        default=200.0,
-        help="metres between nodes (200: in range of the next only)",
+        default=None,
+        help="metres between nodes (ns2: 200, in range of the next only; realistic: 60%% of "
+        "the usable-link distance)",
     )
     parser.add_argument(
         "--scenario",

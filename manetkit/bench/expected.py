@@ -16,6 +16,15 @@ one line per graph change, ``wall`` = Unix time), cut to the run's traffic windo
 count beyond the T_i table takes the table's longest chain (802.11 chains plateau from 4
 hops: Holland & Vaidya Fig. 1).
 
+The graph and the table must follow the same physics: on the ns2 profile an edge is a
+pair within 250 m and T_i a 200 m chain; on a realistic profile an edge is a link whose
+1500-byte PER at the data rate is at most ``usable_per`` on its mean SNR (the log's
+first line states the rule) and T_i must be measured on that profile (``manetkit bench
+chain --set radio.profile=outdoor``: hops at 60 % of the usable distance). A bench chain
+JSON records its profile; :func:`expected_for_pair` refuses a table of another profile
+than the log's (``table_profile``), since measured / expected would then compare a run
+with a ceiling from another world.
+
 One call per flow::
 
     from manetkit.bench import expected
@@ -34,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit.errors import UserError
-from manetkit.lab.medium.groundtruth import bfs_hops, read_log
+from manetkit.lab.medium.groundtruth import bfs_hops, link_rule, read_log
 
 Timeline = list[tuple[float, int | None]]
 
@@ -112,6 +121,23 @@ def pair_metrics(
     }  # fmt: skip
 
 
+def log_profile(events: list[dict[str, Any]]) -> str | None:
+    """The profile whose link rule a ground-truth log follows (its first word), if stated."""
+    rule = link_rule(events)
+    return rule.split()[0] if rule else None
+
+
+def check_profiles(events: list[dict[str, Any]], table_profile: str | None) -> None:
+    """Refuse T_i measured on another profile than the ground truth's (module doc)."""
+    graph = log_profile(events)
+    if graph is not None and table_profile is not None and graph != table_profile:
+        raise UserError(
+            f"the ground truth follows the {graph} profile's link rule but the chain table "
+            f"was measured on {table_profile}: measure T_i on the same profile "
+            f"(manetkit bench chain --set radio.profile={graph})"
+        )
+
+
 def expected_for_pair(
     graph_log: str | Path | list[dict[str, Any]],
     src: str,
@@ -119,16 +145,20 @@ def expected_for_pair(
     start_wall: float,
     end_wall: float,
     table: dict[int, float] | None = None,
+    table_profile: str | None = None,
 ) -> dict[str, Any]:
     """Eq. 3.1 for one flow ``src`` -> ``dst`` (node names, ``"n3"``) over the window
     ``[start_wall, end_wall]`` (Unix time), from a ground-truth log (its path, or its
     events as :func:`manetkit.lab.medium.groundtruth.read_log` returns them) and T_i
-    (kbit/s by hop count; default :data:`DEFAULT_CHAIN_KBPS`).
+    (kbit/s by hop count; default :data:`DEFAULT_CHAIN_KBPS`, measured on the ns2
+    profile), ``table_profile`` the profile T_i was measured on (checked against the
+    log's rule when both are known).
 
     Returns :func:`pair_metrics`' dict: ``expected_kbps`` (None for an empty log),
     ``hops_s`` (seconds at each hop count, ``"inf"`` = partitioned), ``partition_s``,
     ``mean_hops``; plus ``covered_s``, the seconds of the window the log covers."""
     events = read_log(graph_log) if isinstance(graph_log, str | Path) else graph_log
+    check_profiles(events, table_profile if table else "ns2")
     got = pair_metrics(events, src, dst, start_wall, end_wall, table or DEFAULT_CHAIN_KBPS)
     got["covered_s"] = round(sum(got["hops_s"].values()), 3)
     return got
@@ -150,3 +180,13 @@ def chain_table(path: str | Path) -> dict[int, float]:
         }
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path}: not a bench chain result ({exc})") from None
+
+
+def chain_table_profile(path: str | Path) -> str:
+    """The radio profile a ``manetkit bench chain`` JSON was measured on (ns2 before the
+    realistic profiles existed)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a bench chain result ({exc})") from None
+    return str(doc.get("profile") or (doc.get("radio") or {}).get("profile") or "ns2")

@@ -3,7 +3,11 @@
 Expected throughput: Holland & Vaidya's eq. 3.1 (time-weighted T_i of the shortest path's
 hop count, from the medium's ground-truth graph log, partitions at 0), implemented in
 ``manetkit.bench.expected`` (the benches use it too) and re-exported here. Measured /
-expected is the paper's Fig. 4 / Fig. 11 axis.
+expected is the paper's Fig. 4 / Fig. 11 axis. The graph's edges follow the radio
+profile's own notion of a usable link (the log's first line states it: ns2, within
+250 m; realistic profiles, a 1500-byte PER at the data rate at most ``usable_per`` on
+the mean SNR), and the T_i table must come from a chain on the same profile:
+``check_profiles`` refuses a mix.
 
 Control overhead (manetkit stacks): routing packets the daemons sent (requests, replies,
 errors, hellos, forwarded control), per data packet delivered to a host (the daemons'
@@ -26,8 +30,10 @@ from typing import Any
 # experiment runner uses it from here.
 from manetkit.bench.expected import Timeline as Timeline
 from manetkit.bench.expected import chain_throughput as chain_throughput
+from manetkit.bench.expected import check_profiles as check_profiles
 from manetkit.bench.expected import expected_throughput as expected_throughput
 from manetkit.bench.expected import hop_timeline as hop_timeline
+from manetkit.bench.expected import log_profile as log_profile
 from manetkit.bench.expected import pair_metrics as pair_metrics
 from manetkit.bench.expected import ratio as ratio
 from manetkit.bench.expected import time_at_hops as time_at_hops

@@ -28,8 +28,19 @@ from manetkit.lab.medium.airtime import (
     DSSS_RATES,
     OFDM_RATES,
     RTS_OFF,
-    default_basic_rate,
     is_ofdm,
+)
+from manetkit.lab.medium.airtime import default_basic_rate as default_rate_of_phy
+from manetkit.lab.medium.pathloss import friis_loss_db
+from manetkit.lab.medium.profiles import (
+    RATES as BAND_RATES,
+)
+from manetkit.lab.medium.profiles import (
+    STANDARDS,
+    NodeOffset,
+    PhyProfile,
+    default_value,
+    profile_defaults,
 )
 from manetkit.lab.peers import PEER_STACKS, BabeldSettings, BatmandSettings
 
@@ -41,9 +52,50 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Radio(_Strict):
-    """The 802.11 radio every node has (one rate for the whole lab)."""
+class NodeOffsetFields(_Strict):
+    """A node's deviation from the realistic profile (asymmetric links), in dB."""
 
+    tx_power_db: float = Field(0.0, ge=-60, le=60)
+    noise_figure_db: float = Field(0.0, ge=-20, le=60)
+
+
+# Fields of the realistic profiles only (manetkit/lab/medium/profiles.py has every
+# default and its source); None means "the profile's default".
+REALISTIC_FIELDS = (
+    "standard",
+    "rate_control",
+    "wmm",
+    "frequency_mhz",
+    "tx_power_dbm",
+    "antenna_gain_dbi",
+    "path_loss_exponent",
+    "reference_distance_m",
+    "reference_loss_db",
+    "shadowing_sigma_db",
+    "shadowing_decorrelation_m",
+    "nakagami_m",
+    "coherence_time_s",
+    "fading_min_speed_mps",
+    "noise_figure_db",
+    "preamble_min_rssi_dbm",
+    "preamble_min_snr_db",
+    "cca_ed_threshold_dbm",
+    "capture_threshold_db",
+    "usable_per",
+    "node_offsets",
+)
+NS2_ONLY_FIELDS = ("interference", "priqueue")
+
+
+class Radio(_Strict):
+    """The 802.11 radio every node has (one rate for the whole lab).
+
+    ``profile`` picks the physics: ``ns2`` (two-ray ground, ns-2's MAC; the ``propagation``
+    section) or a realistic profile (``outdoor``, ``indoor``: log-distance, shadowing,
+    fading, SINR; every field below ``profile`` defaults to the profile's value)."""
+
+    profile: Literal["ns2", "outdoor", "indoor"] = "ns2"
+    standard: Literal["802.11b", "802.11g"] | None = None
     rate_mbps: float = 2.0
     basic_rate_mbps: float | None = None
     queue_frames: int = Field(50, ge=1, le=100_000)
@@ -55,19 +107,119 @@ class Radio(_Strict):
     rts_threshold: int = Field(RTS_OFF, ge=0, le=RTS_OFF)
     # Unicasts are also received by other nodes in range whose radio0 is promiscuous.
     overhear: bool = True
+    # ns2 profile: ns-2's PriQueue (routing control, DSCP CS6/CS7, ahead of data).
+    priqueue: bool = False
+    # --- realistic profiles -----------------------------------------------------------
+    rate_control: Literal["fixed", "minstrel"] | None = None
+    wmm: bool | None = None
+    frequency_mhz: float | None = Field(None, ge=2400, le=6000)
+    tx_power_dbm: float | None = Field(None, ge=-30, le=40)
+    antenna_gain_dbi: float | None = Field(None, ge=-20, le=30)
+    path_loss_exponent: float | None = None
+    reference_distance_m: float | None = Field(None, gt=0, le=1000)
+    reference_loss_db: float | None = Field(None, ge=0, le=200)
+    shadowing_sigma_db: float | None = None
+    shadowing_decorrelation_m: float | None = Field(None, ge=0, le=10_000)
+    nakagami_m: float | None = None
+    coherence_time_s: float | None = Field(None, ge=0, le=3600)
+    fading_min_speed_mps: float | None = Field(None, ge=0, le=100)
+    noise_figure_db: float | None = Field(None, ge=0, le=30)
+    preamble_min_rssi_dbm: float | None = Field(None, ge=-130, le=0)
+    preamble_min_snr_db: float | None = Field(None, ge=-30, le=40)
+    cca_ed_threshold_dbm: float | None = Field(None, ge=-130, le=0)
+    capture_threshold_db: float | None = Field(None, ge=0, le=60)
+    usable_per: float | None = None
+    node_offsets: dict[str, NodeOffsetFields] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_defaults(cls, data: Any) -> Any:
+        """A realistic profile's band follows the rate given (DSSS: 802.11b, OFDM:
+        802.11g; 802.11b when none is), and its rates default to the band's."""
+        if not isinstance(data, dict) or data.get("profile", "ns2") == "ns2":
+            return data
+        data = dict(data)
+        rate = data.get("rate_mbps")
+        if data.get("standard") is None:
+            known = isinstance(rate, int | float) and rate in DSSS_RATES + OFDM_RATES
+            data["standard"] = "802.11g" if known and is_ofdm(rate) else "802.11b"
+        std = data["standard"]
+        if std in STANDARDS and rate is None:
+            data["rate_mbps"] = default_value("rate_mbps", data["profile"], std)
+        return data
 
     @field_validator("rate_mbps", "basic_rate_mbps")
     @classmethod
-    def _known_rate(cls, v: float | None) -> float | None:
-        if v is not None and v not in DSSS_RATES + OFDM_RATES:
+    def _known_rate(cls, v: float | None, info: ValidationInfo) -> float | None:
+        if v is None:
+            return v
+        std = info.data.get("standard")
+        if info.data.get("profile", "ns2") != "ns2" and std in STANDARDS:
+            if v not in BAND_RATES[std]:
+                raise ValueError(
+                    f"{v:g} Mbit/s is not an {std} rate; use one of "
+                    f"{', '.join(f'{r:g}' for r in BAND_RATES[std])}"
+                )
+        elif v not in DSSS_RATES + OFDM_RATES:
             raise ValueError(
                 f"{v} Mbps is not an 802.11 rate; use one of "
                 f"{', '.join(f'{r:g}' for r in DSSS_RATES + OFDM_RATES)}"
             )
         return v
 
+    @field_validator("path_loss_exponent")
+    @classmethod
+    def _exponent(cls, v: float | None) -> float | None:
+        if v is not None and not 1.0 <= v <= 8.0:
+            raise ValueError(
+                f"{v:g}: a path-loss exponent must be 1..8 (2 is free space; below 1 the "
+                "power would fall slower than a line source's, above 8 no medium measured)"
+            )
+        return v
+
+    @field_validator("shadowing_sigma_db")
+    @classmethod
+    def _sigma(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 <= v <= 20.0:
+            raise ValueError(
+                f"{v:g} dB: a standard deviation is >= 0, and shadowing beyond 20 dB "
+                "is not a propagation model (measurements: 3-12 dB)"
+            )
+        return v
+
+    @field_validator("nakagami_m")
+    @classmethod
+    def _nakagami(cls, v: float | None) -> float | None:
+        if v is not None and v != 0 and not 0.5 <= v <= 100:
+            raise ValueError(
+                f"{v:g}: Nakagami's m is >= 0.5 (0.5: one-sided Gaussian, 1: Rayleigh, "
+                "larger: a line of sight); 0 turns fast fading off"
+            )
+        return v
+
+    @field_validator("usable_per")
+    @classmethod
+    def _usable_per(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 < v < 1.0:
+            raise ValueError(f"{v:g}: a packet error rate threshold is between 0 and 1")
+        return v
+
     @model_validator(mode="after")
-    def _same_phy(self) -> Radio:
+    def _consistent(self) -> Radio:
+        if self.profile == "ns2":
+            given = [f for f in REALISTIC_FIELDS if f in self.model_fields_set]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: realistic-profile field(s); profile ns2 is "
+                    "two-ray ground (the propagation section): set profile: outdoor or indoor"
+                )
+        else:
+            given = [f for f in NS2_ONLY_FIELDS if getattr(self, f)]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: ns2-profile field(s); the {self.profile} profile "
+                    "always models interference (SINR) and queues by access category (wmm)"
+                )
         if self.basic_rate_mbps is not None and is_ofdm(self.basic_rate_mbps) != is_ofdm(
             self.rate_mbps
         ):
@@ -79,7 +231,38 @@ class Radio(_Strict):
 
     @property
     def basic(self) -> float:
-        return self.basic_rate_mbps or default_basic_rate(self.rate_mbps)
+        if self.basic_rate_mbps:
+            return self.basic_rate_mbps
+        if self.profile != "ns2" and self.standard is not None:
+            return float(default_value("basic_rate_mbps", self.profile, self.standard))
+        return default_rate_of_phy(self.rate_mbps)
+
+    def phy_profile(self, node_index: dict[str, int]) -> PhyProfile:
+        """The realistic profile with this radio's overrides (``node_index``: node name
+        to 0-based index, for ``node_offsets``)."""
+        assert self.profile != "ns2" and self.standard is not None
+        p = profile_defaults(self.profile, self.standard)
+        changes: dict[str, Any] = {
+            k: getattr(self, k)
+            for k in REALISTIC_FIELDS
+            if k not in ("standard", "node_offsets") and getattr(self, k) is not None
+        }
+        if "reference_loss_db" not in changes and (
+            "frequency_mhz" in changes or "reference_distance_m" in changes
+        ):
+            changes["reference_loss_db"] = friis_loss_db(
+                changes.get("frequency_mhz", p.frequency_mhz) * 1e6,
+                changes.get("reference_distance_m", p.reference_distance_m),
+            )
+        if changes.get("nakagami_m") == 0:
+            changes["nakagami_m"] = None
+        changes["rate_mbps"] = self.rate_mbps
+        changes["basic_rate_mbps"] = self.basic
+        changes["node_offsets"] = {
+            node_index[name]: NodeOffset(o.tx_power_db, o.noise_figure_db)
+            for name, o in self.node_offsets.items()
+        }
+        return p.with_(**changes)
 
 
 class Propagation(_Strict):
@@ -223,6 +406,17 @@ class Scenario(_Strict):
                     )
             if link.a == link.b:
                 raise ValueError(f"links[{i}]: a and b are the same node")
+        unknown = sorted(set(self.radio.node_offsets) - names)
+        if unknown:
+            raise ValueError(
+                f"radio.node_offsets: unknown node(s) {', '.join(unknown)} (nodes are n1..n{self.nodes})"
+            )
+        if self.radio.profile != "ns2" and "propagation" in self.model_fields_set:
+            raise ValueError(
+                f"propagation: two-ray ground belongs to the ns2 profile; the {self.radio.profile} "
+                "profile takes its propagation from radio (path_loss_exponent, shadowing_sigma_db, "
+                "nakagami_m, ...)"
+            )
         return self
 
     def static_positions(self) -> list[tuple[float, float]]:
@@ -325,6 +519,7 @@ def lab_name(scenario: Scenario, path: str | Path) -> str:
 __all__ = [
     "Scenario",
     "Radio",
+    "NodeOffsetFields",
     "Propagation",
     "Area",
     "Layout",

@@ -262,3 +262,16 @@ def test_moving_node_loses_the_link():
     m.transmit(4.0, 1, frame(1, 2))
     d, s = run(m, 6.0, t=4.0)
     assert d == [] and s[0][3] is False
+
+
+def test_detaching_a_contending_node_cancels_its_start():
+    """A radio that goes away while its node waits for the channel (the medium detaches it)
+    leaves nothing to send: its scheduled start must not fire on an empty queue."""
+    m = medium([(0, 0), (100, 0)])
+    m.transmit(0.0, 1, frame(1, 2))
+    m.transmit(0.0, 1, frame(1, 2))
+    for _ in range(2):  # start, then the end of the first exchange: contending again
+        m.handle_timer(m.get_timer())
+    m.set_attached(1, False)
+    d, s = run(m, 1.0, t=0.01)
+    assert s == [] and m.get_timer() is None

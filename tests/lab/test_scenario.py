@@ -92,6 +92,58 @@ def test_defaults(tmp_path):
         ),
         ("nodes: 2\nlinks: [{a: n1, b: n9, loss: 0.5}]\n", "(top level)", "unknown node 'n9'"),
         ("nodes: 2\nname: Bad-Name\n", "name", "lab name"),
+        (
+            "nodes: 2\nradio: {profile: outdoor, shadowing_sigma_db: -2}\n",
+            "radio.shadowing_sigma_db",
+            "a standard deviation is",
+        ),
+        (
+            "nodes: 2\nradio: {profile: indoor, path_loss_exponent: 0.8}\n",
+            "radio.path_loss_exponent",
+            "must be 1..8",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor, standard: 802.11b, rate_mbps: 54}\n",
+            "radio.rate_mbps",
+            "54 Mbit/s is not an 802.11b rate; use one of 1, 2, 5.5, 11",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor, standard: 802.11g, basic_rate_mbps: 1}\n",
+            "radio.basic_rate_mbps",
+            "not an 802.11g rate",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor, nakagami_m: 0.2}\n",
+            "radio.nakagami_m",
+            "Nakagami's m is",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor, usable_per: 1.5}\n",
+            "radio.usable_per",
+            "between 0 and 1",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor, noise_figure_db: -3}\n",
+            "radio.noise_figure_db",
+            "greater than or equal to 0",
+        ),
+        ("nodes: 2\nradio: {profile: urban}\n", "radio.profile", "'ns2', 'outdoor' or 'indoor'"),
+        ("nodes: 2\nradio: {nakagami_m: 1}\n", "radio", "realistic-profile field(s); profile ns2"),
+        (
+            "nodes: 2\nradio: {profile: outdoor, interference: true}\n",
+            "radio",
+            "ns2-profile field(s)",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor}\npropagation: {pt_w: 1}\n",
+            "(top level)",
+            "two-ray ground belongs to the ns2 profile",
+        ),
+        (
+            "nodes: 2\nradio: {profile: outdoor, node_offsets: {n5: {tx_power_db: 3}}}\n",
+            "(top level)",
+            "unknown node(s) n5",
+        ),
     ],
 )
 def test_bad_fields_are_named(tmp_path, text, field, reason):
@@ -102,6 +154,27 @@ def test_bad_fields_are_named(tmp_path, text, field, reason):
     assert str(path) in msg
     assert f"  {field}:" in msg
     assert reason.replace(">= 0", "greater than or equal to 0") in msg
+
+
+def test_realistic_profile_defaults_and_overrides(tmp_path):
+    sc = load_scenario(write(tmp_path, "nodes: 3\nradio: {profile: outdoor}\n"))
+    r = sc.radio
+    assert (r.standard, r.rate_mbps, r.basic) == ("802.11b", 11.0, 1.0)
+    p = r.phy_profile({"n1": 0, "n2": 1, "n3": 2})
+    assert (p.path_loss_exponent, p.shadowing_sigma_db, p.nakagami_m) == (3.0, 4.0, 1.5)
+    assert p.reference_loss_db == pytest.approx(40.0953, abs=1e-3)  # Friis at 2412 MHz, 1 m
+    g = load_scenario(write(tmp_path, "nodes: 2\nradio: {profile: indoor, rate_mbps: 24}\n"))
+    assert (g.radio.standard, g.radio.basic) == ("802.11g", 6.0)
+    text = (
+        "nodes: 3\nradio: {profile: indoor, nakagami_m: 0, frequency_mhz: 2462, "
+        "node_offsets: {n2: {tx_power_db: -6}}}\n"
+    )
+    p = load_scenario(write(tmp_path, text)).radio.phy_profile({"n1": 0, "n2": 1, "n3": 2})
+    assert p.nakagami_m is None  # 0 turns fading off
+    assert p.reference_loss_db == pytest.approx(40.273, abs=1e-3)  # Friis at 2462 MHz
+    assert p.node_offsets[1].tx_power_db == -6
+    # the ns2 profile is untouched by all of this
+    assert load_scenario(write(tmp_path, "nodes: 2\n")).radio.profile == "ns2"
 
 
 def test_override_validated_like_the_file(tmp_path):

@@ -6,8 +6,11 @@ changes (checked every 100 ms and after every ``move``/``link`` command):
     {"t": 12.3, "wall": 1718000000.123, "edges": [["n1", "n2"], ["n2", "n3"]]}
 
 ``t`` is seconds since the lab started, ``wall`` Unix time; an edge means the two nodes
-receive each other (received power >= the reception threshold, or forced up). The first
-line is the graph at t = 0. :func:`hop_counts` turns a log (or, for a scenario's
+have a link by the profile's rule (ns2: received power >= the reception threshold;
+realistic profiles: a 1500-byte packet's PER at the data rate on the mean SNR at most
+``usable_per``, ``channel.py``), or the link is forced up. The first line is the graph
+at t = 0 and also carries ``"rule"``: that rule in words, so a reader of the log knows
+what an edge meant. :func:`hop_counts` turns a log (or, for a scenario's
 mobility, :func:`manetkit.lab.build.scenario_events`) into the shortest-path hop count between two nodes over time, the t_i of
 Holland & Vaidya's expected-throughput formula (eq. 3.1).
 """
@@ -21,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from manetkit.lab.medium.channel import LinkBudget
 from manetkit.lab.medium.topology import Snapshot
 
 
@@ -45,25 +49,40 @@ def bfs_hops(edges: Iterable[tuple[str, str]] | Iterable[list[str]], a: str, b: 
     return None
 
 
-def snapshot_edges(snap: Snapshot) -> list[list[str]]:
+def link_rule(events: Iterable[dict[str, Any]]) -> str | None:
+    """The rule a ground-truth log's edges follow (its first line's ``rule``), if any."""
+    for ev in events:
+        return ev.get("rule")
+    return None
+
+
+def snapshot_edges(snap: Snapshot | LinkBudget) -> list[list[str]]:
     return [[f"n{i + 1}", f"n{j + 1}"] for i, j in snap.edges()]
 
 
 class GroundTruthLog:
     """Writes a line when the graph differs from the last one written."""
 
-    def __init__(self, out: IO[str] | None, t0_wall: float | None = None):
+    def __init__(self, out: IO[str] | None, t0_wall: float | None = None, rule: str | None = None):
         self.out = out
         self.t0_wall = time.time() if t0_wall is None else t0_wall
+        self.rule = rule
         self.last: list[list[str]] | None = None
         self.changes = 0
 
     def observe(self, t: float, edges: list[list[str]]) -> dict[str, Any] | None:
         if edges == self.last:
             return None
+        first = self.last is None
         self.last = edges
         self.changes += 1
-        event = {"t": round(t, 4), "wall": round(self.t0_wall + t, 4), "edges": edges}
+        event: dict[str, Any] = {
+            "t": round(t, 4),
+            "wall": round(self.t0_wall + t, 4),
+            "edges": edges,
+        }
+        if first and self.rule is not None:
+            event["rule"] = self.rule
         if self.out is not None:
             self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
             self.out.flush()

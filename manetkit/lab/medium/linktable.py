@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from manetkit.lab.medium.channel import LinkBudget
 from manetkit.lab.medium.propagation import TwoRayGround, watts_to_dbm
 from manetkit.lab.medium.topology import Snapshot
 
 FIELDS = ("a", "b", "rssi_dbm")
+REALISTIC_FIELDS = ("a", "b", "rssi_dbm", "snr_db")
 
 
 def link_table(snap: Snapshot, prop: TwoRayGround, cs: bool = False) -> dict[str, Any]:
@@ -49,5 +51,34 @@ def link_table(snap: Snapshot, prop: TwoRayGround, cs: bool = False) -> dict[str
             for i, row in enumerate(snap.cs)
             for j in row
             if i < j and j not in rx_sets[i] and i not in rx_sets[j]
+        ]
+    return out
+
+
+def realistic_link_table(
+    lb: LinkBudget, ranges: dict[str, float], detect_dbm: float, cs: bool = False
+) -> dict[str, Any]:
+    """The same reply for a realistic profile (``channel.py``): the usable links of the
+    ground truth with their mean power and mean SNR at ``b`` (no fading), ``ranges`` as
+    the profile gives them (``rx_m``: the usable-link rule's reach without shadowing,
+    ``cs_m``: where preambles are still detected, ``rx_threshold_dbm``: the usable
+    level over the noise floor); ``cs``: pairs that detect each other's preambles on the
+    mean power but have no usable link."""
+    rows: list[list[Any]] = []
+    names = [f"n{i + 1}" for i in range(len(lb.rx))]
+    noise_dbm = [watts_to_dbm(w) for w in lb.noise_w]
+    dbm = lb.dbm
+    for i, row in enumerate(lb.rx):
+        for j in row:
+            if i < j or i not in lb.rx_sets[j]:
+                p = dbm[i][j]
+                rows.append([names[i], names[j], round(p, 1), round(p - noise_dbm[j], 1)])
+    out: dict[str, Any] = {"fields": list(REALISTIC_FIELDS), "links": rows, "ranges": ranges}
+    if cs:
+        out["cs"] = [
+            [names[i], names[j]]
+            for i, row in enumerate(dbm)
+            for j in range(i + 1, len(row))
+            if j not in lb.rx_sets[i] and min(row[j], dbm[j][i]) >= detect_dbm
         ]
     return out

@@ -10,7 +10,11 @@ Node numbers are the lab's ids (n1 = 1); internally 0-based indexes.
 The model (IEEE 802.11 DCF, clause 10.3; ns-2's ``Mac802_11`` for the choices the
 papers' simulations made):
 
-- each node has a drop-tail interface queue (``queue_frames``, 50 as in ns-2's IFQ);
+- each node has a drop-tail interface queue (``queue_frames``, 50 as in ns-2's IFQ); with
+  ``priqueue`` it is ns-2's PriQueue instead (queue/priqueue.cc): a routing-control frame
+  (IP precedence 6-7, DSCP CS6/CS7: ``queues.is_network_control``) goes to the head of the
+  queue, behind only the frame the MAC is already sending, and when that overfills the
+  queue the frame at the tail is dropped;
 - a node contends for its head frame with DIFS + a uniform backoff in [0, CW] slots,
   counted down only while no node within its carrier-sense range transmits (the backoff
   freezes and resumes after the next DIFS), so nodes within 550 m of each other never
@@ -67,6 +71,7 @@ from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.mobility import World
 from manetkit.lab.medium.propagation import TwoRayGround
 from manetkit.lab.medium.protocol import mac_node
+from manetkit.lab.medium.queues import is_network_control
 from manetkit.lab.medium.topology import Snapshot
 
 IDLE, CONTEND, TX = 0, 1, 2
@@ -158,6 +163,9 @@ class _Tx:
 class Medium:
     """The shared channel of one lab (see the module docstring for the model)."""
 
+    # Counters of frames lost by the model's own decision (lab/fidelity.py).
+    MODELLED_DROPS = ("queue_drops", "random_losses", "interference_losses")
+
     def __init__(
         self,
         world: World,
@@ -173,6 +181,7 @@ class Medium:
         refresh_s: float = 0.05,
         airtime_scale: float = 1.0,
         overhear: bool = True,
+        priqueue: bool = False,
     ):
         self.world = world
         self.n = world.n
@@ -185,6 +194,7 @@ class Medium:
         self.link_loss = {(min(a, b), max(a, b)): p for (a, b), p in (link_loss or {}).items()}
         self.interference = interference
         self.overhear = overhear
+        self.priqueue = priqueue
         # How many nodes want overheard frames: the unicast hot path tests only this.
         self._overhearers = 0
         self.rng = random.Random(f"manetkit-mac:{seed}")
@@ -259,6 +269,9 @@ class Medium:
             nd.queue.clear()
             if head is not None:
                 nd.queue.append(head)
+            elif nd.state == CONTEND:
+                nd.state = IDLE  # nothing left to contend for
+                nd.gen += 1  # its scheduled start is void
 
     def set_overhear(self, node: int, on: bool) -> None:
         """Node ``node`` wants (or no longer wants) other nodes' unicasts it can hear.
@@ -277,6 +290,8 @@ class Medium:
             self.handle_timer(now)
         self.counters["frames_in"] += 1
         nd = self.nodes[src - 1]
+        if self.priqueue and is_network_control(frame):
+            return self._enqueue_head(nd, frame, src - 1, now)
         if len(nd.queue) >= self.queue_frames:
             nd.drops += 1
             self.counters["queue_drops"] += 1
@@ -284,6 +299,19 @@ class Medium:
         nd.queue.append(frame)
         if nd.state == IDLE:
             self._contend(src - 1, now)
+        return True
+
+    def _enqueue_head(self, nd: _Node, frame: bytes, i: int, now: float) -> bool:
+        """ns-2 PriQueue::recvHighPriority: the head of the queue (behind the frame in the
+        MAC), then drop the tail when the queue is over its limit."""
+        q = nd.queue
+        q.insert(1 if nd.state != IDLE else 0, frame)
+        if len(q) > self.queue_frames:
+            q.pop()
+            nd.drops += 1
+            self.counters["queue_drops"] += 1
+        if nd.state == IDLE:
+            self._contend(i, now)
         return True
 
     def handle_timer(self, now: float) -> None:
@@ -496,6 +524,20 @@ class Medium:
             nd.state = IDLE
 
     # --- introspection --------------------------------------------------------------
+
+    def queue_length(self, node: int) -> int:
+        return len(self.nodes[node - 1].queue)
+
+    def link_table(self, t: float, cs: bool = False) -> dict:
+        """Every link at once (the control command ``links``, ``linktable.py``)."""
+        from manetkit.lab.medium.linktable import link_table
+
+        return link_table(self.refresh(t), self.prop, cs)
+
+    def link_rule(self) -> str:
+        """The ground truth's notion of a link, in words (written into its log)."""
+        p = self.prop
+        return f"ns2 two-ray ground: received power >= {p.rx_threshold_w:g} W ({p.range_m():.0f} m)"
 
     def neighbours(self, node: int, t: float) -> list[tuple[int, float]]:
         """Nodes that receive ``node`` now, with the power they receive it at (dBm)."""

@@ -40,8 +40,8 @@ from manetkit.lab.build import medium_from_scenario
 from manetkit.lab.medium import protocol as proto
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.lag import LagRecorder
-from manetkit.lab.medium.linktable import link_table
 from manetkit.lab.medium.mac import Delivery, Medium
+from manetkit.lab.medium.realistic import RealisticMedium
 from manetkit.lab.radioport import RadioPort
 from manetkit.lab.scenario import Scenario, lab_name, load_scenario, parse_set_args
 from manetkit.lab.sharedradios import SharedRadios
@@ -166,7 +166,9 @@ class MediumServer:
         self.control_group = control_group
         self.ground_truth_path = ground_truth
         self.udp = udp
-        self.medium: Medium = medium_from_scenario(scenario, airtime_scale=airtime_scale)
+        self.medium: Medium | RealisticMedium = medium_from_scenario(
+            scenario, airtime_scale=airtime_scale
+        )
         for i in range(1, self.n + 1):
             self.medium.set_attached(i, False)  # until its radio says ATTACH
         self.radios = radios
@@ -452,8 +454,7 @@ class MediumServer:
                 "fidelity": {"lag_ms": self.lag.summary(now), "drops": self.drops()},
             }
         if cmd == "links":
-            table = link_table(self.medium.refresh(now), self.medium.prop, bool(req.get("cs")))
-            return {"ok": True, "t": now, **table}
+            return {"ok": True, "t": now, **self.medium.link_table(now, bool(req.get("cs")))}
         if cmd == "fidelity":
             since = req.get("since")
             if since is not None and not isinstance(since, int | float):
@@ -481,7 +482,7 @@ class MediumServer:
         if self.radios is not None:
             unmodelled.update(self.radios.unmodelled())
         return {
-            "modelled": {k: c[k] for k in ("queue_drops", "random_losses", "interference_losses")},
+            "modelled": {k: c[k] for k in self.medium.MODELLED_DROPS},
             "unmodelled": unmodelled,
         }
 
@@ -535,7 +536,7 @@ class MediumServer:
             if self.ground_truth_path is not None:
                 self.ground_truth_path.parent.mkdir(parents=True, exist_ok=True)
                 self._gt_file = open(self.ground_truth_path, "a")  # noqa: SIM115 (closed below)
-                self._gt = GroundTruthLog(self._gt_file, wall0)
+                self._gt = GroundTruthLog(self._gt_file, wall0, self.medium.link_rule())
             self._observe_graph(force=True)
             tasks.append(asyncio.create_task(self._ground_truth_task()))
             # What start-up made (imports, the scenario, the MAC's tables, the radios)

@@ -1,0 +1,914 @@
+"""Sans-I/O 802.11 medium of the realistic profiles: reception decided on SINR.
+
+Same contract as the ns2 MAC (:mod:`.mac`): inputs :meth:`RealisticMedium.transmit`,
+:meth:`~RealisticMedium.handle_timer`, :meth:`~RealisticMedium.set_attached`,
+:meth:`~RealisticMedium.set_overhear` with the time first; outputs
+:class:`~.mac.Delivery` and :class:`~.mac.TxStatus` drained with
+:meth:`~RealisticMedium.next_event`, each stamped with its virtual time; one timer.
+Randomness comes from the seed (``random.Random`` for the MAC and the fading, a numpy
+generator for the shadowing). The physics (docs/medium.md has the equations):
+
+- Every PPDU (a broadcast, an RTS, a CTS, a data frame, an ACK) is a transmission of
+  its own from the node that sends it, with a received power at every node that can
+  hear it: the channel's mean power (``channel.py``: log-distance, correlated
+  shadowing, per-node offsets) times a Nakagami gain held for the link's coherence time
+  (``fading.py``).
+- A receiver's PHY (IEEE 802.11-2020 clauses 16/17; ns-3 ``PhyEntity`` and
+  ``ThresholdPreambleDetectionModel``): idle, it locks onto a frame whose power is at
+  least ``preamble_min_rssi_dbm`` and whose SNR against the noise plus every other
+  signal already on the air is at least ``preamble_min_snr_db``; everything else it
+  hears is interference. Locked, it keeps the frame to its end; a later, stronger frame
+  takes it over only with ``capture_threshold_db`` set (message-in-message capture; off
+  by default, as ns-3.37). A node that transmits receives nothing (half duplex: a
+  reception in progress is aborted).
+- At a frame's end its survival probability is the product over its chunks of constant
+  interference of the per-rate error model (``errormodels.py``: the PLCP header at the
+  header rate, the payload at the frame's rate), with SINR = P / (noise + the sum of
+  every other signal present), and one draw decides.
+- Carrier sense (CCA): a node is busy while it is locked onto a frame (preamble
+  detection) or while a signal at least ``cca_ed_threshold_dbm`` is on the air (energy
+  detection), and under its NAV. A decoded RTS or CTS of another exchange sets the NAV
+  to the exchange's end; a data frame of another exchange defers to the end of its ACK
+  (its NAV when decoded, EIFS when not: the same instant); a broadcast, RTS or CTS that
+  could not be decoded defers by EIFS - DIFS (SIFS + ACK). The backoff counts down only
+  while idle (frozen and resumed after AIFS, as the ns2 MAC does).
+- Same-slot collisions: a contender whose backoff ends less than one slot after
+  another transmission began has not sensed it yet (the slot is defined as the time to
+  notice a transmission, 802.11-2020 10.3.7): it transmits too, and both frames meet at
+  the receivers as interference.
+- Exchanges: a broadcast or multicast goes once at the basic rate, no ACK. A unicast is
+  [RTS, SIFS, CTS, SIFS,] data, SIFS, ACK, every response SIFS after the frame it
+  answers and subject to the same physics, RTS/CTS/ACK at the basic rate and the data at
+  the attempt's rate from the rate controller's retry chain (``ratecontrol.py``: fixed
+  or Minstrel). A missing response ends the attempt after the response timeout
+  (SIFS + slot + the PHY's preamble and header: 802.11-2020 10.3.2.11), a corrupted one
+  at its end; the CW doubles and the frame is retried up to ``retry_limit`` times, then
+  a tx-failure status. The destination passes a frame up once however often it is
+  retried (802.11 duplicate detection); an ACK lost after a delivered frame makes the
+  sender retry (and, after the limit, report a failure of a frame that arrived: real
+  link-layer feedback does that).
+- Queues: one per access category (``queues.py``, WMM): the highest non-empty category
+  is served first, with its own AIFS and CW; each keeps its retry state. ``wmm: false``
+  gives every category DCF's parameters and one FIFO in effect.
+- A delivery carries the frame's received power rounded to 1 dB (what nl80211 reports).
+- Overhearing (``set_overhear``): a promiscuous node that decodes a unicast the
+  destination also decoded gets it once, as in the ns2 MAC.
+
+What it does not model: MIMO and 802.11n/ac aggregation, TXOP bursts, the PLCP's exact
+LENGTH rounding, separate short and long retry counts, internal EDCA contention between
+a node's own categories (strict priority instead), EIFS after a corrupted ACK, adjacent
+channels. docs/medium.md lists the rest.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+
+from manetkit.lab.medium.airtime import (
+    ACK_BYTES,
+    CTS_BYTES,
+    DSSS,
+    OFDM,
+    RTS_BYTES,
+    RTS_OFF,
+    mpdu_bytes,
+    ppdu_us,
+)
+from manetkit.lab.medium.channel import Channel, LinkBudget, usable_distance_m
+from manetkit.lab.medium.errormodels import BitErrorTable, frame_layout
+from manetkit.lab.medium.fading import CLARKE_COHERENCE, NakagamiFading
+from manetkit.lab.medium.linktable import realistic_link_table
+from manetkit.lab.medium.mac import Delivery, MediumEvent, TxStatus
+from manetkit.lab.medium.mobility import World
+from manetkit.lab.medium.pathloss import SPEED_OF_LIGHT
+from manetkit.lab.medium.power import db_to_ratio, dbm_to_w
+from manetkit.lab.medium.profiles import PhyProfile
+from manetkit.lab.medium.protocol import mac_node
+from manetkit.lab.medium.queues import AC_BE, access_category, dcf_only, edca_defaults
+from manetkit.lab.medium.ratecontrol import FixedRate, Minstrel
+
+IDLE, CONTEND, TX = 0, 1, 2
+# heap event kinds; at equal times: ends, then responses, then timeouts, then starts
+_END, _RESPOND, _TIMEOUT, _START = 0, 1, 2, 3
+# PPDU kinds
+BCAST, RTS, CTS, DATA, ACK = 0, 1, 2, 3, 4
+_NOBODY = -2
+_ACS = (3, 2, 1, 0)  # service order: VO, VI, BE, BK
+
+
+def _rssi(watts: float) -> float:
+    """Received power in whole dBm, nl80211's resolution."""
+    return float(round(10.0 * math.log10(watts * 1000.0)))
+
+
+class _Ppdu:
+    """One transmission on the air and where each section of it lies (seconds)."""
+
+    __slots__ = (
+        "src",
+        "kind",
+        "xchg",
+        "start",
+        "end",
+        "lay",
+        "pw",
+        "locked_rx",
+    )
+
+    def __init__(self, src: int, kind: int, xchg: _Exchange, start: float, end: float, lay: tuple):
+        self.src = src
+        self.kind = kind
+        self.xchg = xchg
+        self.start = start
+        self.end = end
+        self.lay = lay  # RealisticMedium._layout's tuple
+        self.pw: list[float] = []  # received power at every node (0: out of earshot)
+        self.locked_rx: list[int] = []  # nodes that locked onto it (some may have left)
+
+
+class _Exchange:
+    """One frame of one node: its attempts (unicast) or its one transmission (broadcast)."""
+
+    __slots__ = (
+        "src",
+        "dst",
+        "frame",
+        "ac",
+        "mpdu",
+        "chain",
+        "attempt",
+        "rate",
+        "rts",
+        "delivered",
+        "overheard",
+        "data_s",
+        "stage",
+    )
+
+    def __init__(self, src: int, dst: int, frame: bytes, ac: int):
+        self.src = src
+        self.dst = dst  # 0-based node, -1 broadcast, _NOBODY: no lab radio
+        self.frame = frame
+        self.ac = ac
+        self.mpdu = mpdu_bytes(len(frame))
+        self.chain: tuple[float, ...] = ()
+        self.attempt = 0
+        self.rate = 0.0
+        self.rts = False
+        self.delivered = False
+        self.overheard: set[int] | None = None
+        self.data_s = 0.0
+        self.stage = DATA  # the kind of the exchange's next PPDU
+
+
+class _Node:
+    __slots__ = (
+        "queues",
+        "pending",
+        "cw",
+        "state",
+        "ac",
+        "backoff",
+        "count_from",
+        "start_at",
+        "gen",
+        "busy_until",
+        "nav_until",
+        "tx_until",
+        "attached",
+        "overhear",
+        "drops",
+        "sent",
+        "received",
+        "busy_s",
+        "locked",
+        "lock_pw",
+        "lock_t",
+        "lock_lp",
+        "lock_hit",
+        "nq",
+        "index",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.queues: list[deque[bytes]] = [deque(), deque(), deque(), deque()]
+        self.pending: list[_Exchange | None] = [None, None, None, None]
+        self.cw = [0, 0, 0, 0]
+        self.state = IDLE
+        self.ac = AC_BE
+        self.backoff = 0
+        self.count_from = 0.0
+        self.start_at = 0.0
+        self.gen = 0
+        self.busy_until = 0.0  # CCA (physical, NAV, EIFS) busy until
+        self.nav_until = 0.0
+        self.tx_until = -1.0  # own transmission on the air until
+        self.attached = True
+        self.overhear = False
+        self.drops = 0
+        self.sent = 0
+        self.received = 0
+        self.busy_s = 0.0
+        # PHY: the frame it is receiving (valid while that frame is on the air), its power,
+        # the end of its last closed chunk and the chunks' summed log success
+        self.locked: _Ppdu | None = None
+        self.lock_pw = 0.0
+        self.lock_t = 0.0
+        self.lock_lp = 0.0
+        self.lock_hit = False  # interference during the locked frame
+        self.nq = 0  # frames in all its queues
+
+
+class RealisticMedium:
+    """The shared channel of one lab under a realistic profile (module docstring)."""
+
+    MODELLED_DROPS = ("queue_drops", "random_losses", "interference_losses", "phy_losses")
+
+    def __init__(
+        self,
+        world: World,
+        profile: PhyProfile,
+        *,
+        queue_frames: int = 50,
+        retry_limit: int = 7,
+        rts_threshold: int = RTS_OFF,
+        short_preamble: bool = False,
+        loss: float = 0.0,
+        link_loss: dict[tuple[int, int], float] | None = None,
+        seed: int = 1,
+        refresh_s: float = 0.05,
+        airtime_scale: float = 1.0,
+        overhear: bool = True,
+    ):
+        if not airtime_scale > 0:
+            raise ValueError("airtime_scale must be > 0")
+        self.world = world
+        self.n = n = world.n
+        self.profile = profile
+        self.queue_frames = queue_frames
+        self.retry_limit = retry_limit
+        self.rts_threshold = rts_threshold
+        self.short_preamble = short_preamble
+        self.loss = loss
+        self.link_loss = {(min(a, b), max(a, b)): p for (a, b), p in (link_loss or {}).items()}
+        self.overhear = overhear
+        self.refresh_s = refresh_s
+        self.rng = random.Random(f"manetkit-realistic:{seed}")
+        self.fading = NakagamiFading(
+            profile.nakagami_m or None, random.Random(f"manetkit-fading:{seed}")
+        )
+        self.channel = Channel(profile, world, seed, step_s=refresh_s)
+        self.table: BitErrorTable = self.channel.table
+        # Tabulate every rate this medium can use now, not when a frame needs it.
+        headers = (1.0, 2.0) if profile.standard == "802.11b" else (6.0,)
+        self.table.warm({*profile.rates, *headers})
+
+        self._us = us = 1e-6 * airtime_scale
+        phy = DSSS if profile.standard == "802.11b" else OFDM
+        self.phy = phy
+        self.slot = phy.slot_us * us
+        self.sifs = phy.sifs_us * us
+        params = edca_defaults(phy) if profile.wmm else dcf_only(phy)
+        self.aifs = [p.aifs_us(phy) * us for p in params]
+        self.cw_min = [p.cw_min for p in params]
+        self.cw_max = [p.cw_max for p in params]
+        self.wmm = profile.wmm
+        self.basic = profile.basic_rate_mbps
+        plcp = ppdu_us(0, self.basic, short_preamble)
+        self.timeout = (phy.sifs_us + phy.slot_us + plcp) * us
+        self._ack = self._ppdu_s(ACK_BYTES, self.basic)
+        self._cts = self._ppdu_s(CTS_BYTES, self.basic)
+        self._rts = self._ppdu_s(RTS_BYTES, self.basic)
+        attempts = retry_limit + 1
+        if profile.rate_control == "minstrel":
+            self.rates: FixedRate | Minstrel = Minstrel(
+                profile.rates,
+                attempts,
+                self._reference_attempt_us,
+                random.Random(f"manetkit-minstrel:{seed}"),
+            )
+        else:
+            self.rates = FixedRate(profile.rate_mbps, attempts)
+
+        # thresholds in watts / ratios
+        self.detect_w = dbm_to_w(profile.preamble_min_rssi_dbm)
+        self.detect_snr = db_to_ratio(profile.preamble_min_snr_db)
+        self.ed_w = dbm_to_w(profile.cca_ed_threshold_dbm)
+        self.capture = (
+            db_to_ratio(profile.capture_threshold_db)
+            if profile.capture_threshold_db is not None
+            else 0.0
+        )
+        self._fading_on = profile.nakagami_m is not None and profile.nakagami_m > 0
+        self._coh_k = CLARKE_COHERENCE * SPEED_OF_LIGHT / profile.frequency_hz
+        self._layouts: dict[tuple[int, float], tuple] = {}
+
+        self.nodes = [_Node(k) for k in range(n)]
+        for nd in self.nodes:
+            nd.cw = list(self.cw_min)
+        self._heap: list[tuple] = []
+        self._seq = 0
+        self._air: list[_Ppdu] = []  # transmissions on the air now
+        self._ppdus = 0
+        self._airtime = 0.0
+        self._events: deque[MediumEvent] = deque()
+        self._overhearers = 0
+        self._counters: dict[str, int | float] = {
+            "frames_in": 0,
+            "transmissions": 0,
+            "delivered": 0,
+            "broadcast": 0,
+            "unicast_ok": 0,
+            "unicast_failed": 0,
+            "retries": 0,
+            "queue_drops": 0,
+            "random_losses": 0,
+            "interference_losses": 0,
+            "phy_losses": 0,
+            "aborted": 0,
+            "captured": 0,
+            "acks_lost": 0,
+            "overheard": 0,
+        }
+        self.on_snapshot: Callable[[LinkBudget], None] | None = None
+        self.snapshot: LinkBudget = self.channel.snapshot(0.0)
+        self._snap_version = world.version
+        self._mobile = world.mobile
+
+    # --- timings ----------------------------------------------------------------------
+
+    def _ppdu_s(self, mpdu: int, rate: float) -> float:
+        return ppdu_us(mpdu, rate, self.short_preamble) * self._us
+
+    def _reference_attempt_us(self, rate: float) -> float:
+        phy = self.phy
+        return (
+            phy.difs_us
+            + phy.cw_min / 2 * phy.slot_us
+            + ppdu_us(1200 + 36, rate, self.short_preamble)
+            + phy.sifs_us
+            + ppdu_us(ACK_BYTES, self.basic, self.short_preamble)
+        )
+
+    def _layout(self, mpdu: int, rate: float) -> tuple:
+        """(duration, header start, header end, header mode, header bits/s, payload mode,
+        payload bits/s) of a PPDU, seconds from its start; bits counted on the unscaled
+        802.11 time so ``airtime_scale`` does not change the physics."""
+        key = (mpdu, rate)
+        lay = self._layouts.get(key)
+        if lay is None:
+            fl = frame_layout(mpdu, rate, self.short_preamble)
+            us = self._us
+            lay = self._layouts[key] = (
+                fl.end_us * us,
+                fl.header_start_us * us,
+                fl.header_end_us * us,
+                fl.header_mode,
+                fl.header_bits_per_us / us,
+                fl.payload_mode,
+                fl.payload_bits_per_us / us,
+            )
+        return lay
+
+    # --- topology -------------------------------------------------------------------
+
+    def refresh(self, t: float, force: bool = False) -> LinkBudget:
+        snap = self.snapshot
+        if (
+            force
+            or self.world.version != self._snap_version
+            or (self.world.mobile and t - snap.t >= self.refresh_s)
+        ):
+            self._snap_version = self.world.version
+            self._mobile = self.world.mobile
+            snap = self.snapshot = self.channel.snapshot(t)
+            if self.on_snapshot is not None:
+                self.on_snapshot(snap)
+        return snap
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def set_attached(self, node: int, attached: bool) -> None:
+        """A detached node neither receives nor answers; its queues are dropped."""
+        nd = self.nodes[node - 1]
+        nd.attached = attached
+        if not attached:
+            self.set_overhear(node, False)
+            for ac in range(4):
+                q = nd.queues[ac]
+                keep = q[0] if nd.pending[ac] is not None and q else None
+                q.clear()
+                if keep is not None:
+                    q.append(keep)
+            nd.nq = sum(len(q) for q in nd.queues)
+            if nd.state == CONTEND and not nd.queues[nd.ac]:
+                nd.state = IDLE  # nothing left to contend for
+                nd.gen += 1  # its scheduled start is void
+
+    def set_overhear(self, node: int, on: bool) -> None:
+        nd = self.nodes[node - 1]
+        on = bool(on) and self.overhear
+        if on != nd.overhear:
+            nd.overhear = on
+            self._overhearers += 1 if on else -1
+
+    def transmit(self, now: float, src: int, frame: bytes) -> bool:
+        """Node ``src`` hands a frame to its MAC; False if its queue was full."""
+        if self._heap and self._heap[0][0] <= now:
+            self.handle_timer(now)
+        self._counters["frames_in"] += 1
+        nd = self.nodes[src - 1]
+        ac = access_category(frame) if self.wmm else AC_BE
+        q = nd.queues[ac]
+        if len(q) >= self.queue_frames:
+            nd.drops += 1
+            self._counters["queue_drops"] += 1
+            return False
+        q.append(frame)
+        nd.nq += 1
+        if nd.state == IDLE:
+            self._contend(src - 1, now)
+        return True
+
+    def handle_timer(self, now: float) -> None:
+        heap = self._heap
+        nodes = self.nodes
+        while heap and heap[0][0] <= now:
+            t, kind, _, i, gen, obj = heapq.heappop(heap)
+            if kind == _END:
+                self._end(obj, t)
+            elif kind == _START:
+                if gen == nodes[i].gen:
+                    self._start(i, t)
+            elif kind == _RESPOND:
+                self._respond(i, obj, t)
+            elif nodes[i].pending[obj.ac] is obj and obj.attempt == gen:
+                self._failed(i, obj, t)  # a response timeout of the current attempt
+
+    def get_timer(self) -> float | None:
+        heap = self._heap
+        nodes = self.nodes
+        while heap and heap[0][1] == _START and heap[0][4] != nodes[heap[0][3]].gen:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def next_event(self) -> MediumEvent | None:
+        return self._events.popleft() if self._events else None
+
+    # --- contention -------------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, i: int, gen: int = 0, obj: object = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, i, gen, obj))
+
+    def _contend(self, i: int, t: float) -> None:
+        nd = self.nodes[i]
+        ac = next((a for a in _ACS if nd.queues[a]), None)
+        if ac is None:
+            nd.state = IDLE
+            return
+        nd.state = CONTEND
+        nd.ac = ac
+        nd.backoff = self.rng.randint(0, nd.cw[ac])
+        nd.count_from = max(t, nd.busy_until) + self.aifs[ac]
+        nd.start_at = nd.count_from + nd.backoff * self.slot
+        nd.gen += 1
+        self._push(nd.start_at, _START, i, nd.gen)
+
+    def _defer(self, j: int, t: float, until: float, own: bool = False) -> None:
+        """Node ``j``'s medium is busy from ``t`` until ``until``: freeze its countdown,
+        unless its backoff ends within this slot and the busy medium is another node's
+        transmission (it cannot have noticed yet: a same-slot collision)."""
+        m = self.nodes[j]
+        if until <= m.busy_until:
+            return
+        m.busy_until = until
+        if m.state != CONTEND or (not own and m.start_at - t < self.slot):
+            return
+        slot = self.slot
+        if t > m.count_from:
+            m.backoff = max(0, m.backoff - int((t - m.count_from) / slot + 1e-6))
+        m.count_from = until + self.aifs[m.ac]
+        m.start_at = m.count_from + m.backoff * slot
+        m.gen += 1
+        self._push(m.start_at, _START, j, m.gen)
+
+    # --- exchanges --------------------------------------------------------------------
+
+    def _start(self, i: int, t: float) -> None:
+        """Node ``i`` won the contention: the next attempt of its head frame."""
+        nd = self.nodes[i]
+        ac = nd.ac
+        x = nd.pending[ac]
+        if x is None:
+            frame = nd.queues[ac][0]
+            if frame[0] & 1:
+                dst = -1
+            else:
+                d = mac_node(frame[:6])
+                dst = d - 1 if d is not None and 1 <= d <= self.n else _NOBODY
+            x = nd.pending[ac] = _Exchange(i, dst, frame, ac)
+            if dst != -1:
+                x.chain = self.rates.chain(t, dst)
+                x.rts = x.mpdu > self.rts_threshold
+        nd.state = TX
+        self._counters["transmissions"] += 1
+        if x.dst == -1:
+            self._send(i, BCAST, x, t, x.mpdu, self.basic)
+            return
+        x.rate = x.chain[x.attempt]
+        x.data_s = self._layout(x.mpdu, x.rate)[0]
+        if x.rts:
+            x.stage = RTS
+            self._send(i, RTS, x, t, RTS_BYTES, self.basic)
+        else:
+            x.stage = DATA
+            self._send(i, DATA, x, t, x.mpdu, x.rate)
+
+    def _respond(self, i: int, x: _Exchange, t: float) -> None:
+        """The next frame of an exchange, SIFS after the one it answers: the destination's
+        CTS or ACK, or the sender's data frame after a CTS."""
+        kind = x.stage
+        if kind == DATA:
+            self._send(i, DATA, x, t, x.mpdu, x.rate)
+        elif self.nodes[i].tx_until > t:  # transmitting: it cannot answer
+            self._push(t - self.sifs + self.timeout, _TIMEOUT, x.src, x.attempt, x)
+        elif kind == CTS:
+            self._send(i, CTS, x, t, CTS_BYTES, self.basic)
+        else:
+            self._send(i, ACK, x, t, ACK_BYTES, self.basic)
+
+    def _send(self, i: int, kind: int, x: _Exchange, t: float, mpdu: int, rate: float) -> None:
+        """Put one PPDU on the air from node ``i``."""
+        lay = self._layout(mpdu, rate)
+        dur = lay[0]
+        end = t + dur
+        p = _Ppdu(i, kind, x, t, end, lay)
+        nodes = self.nodes
+        nd = nodes[i]
+        c = self._counters
+        self._ppdus += 1
+        self._airtime += dur
+        nd.busy_s += dur
+        if nd.locked is not None and nd.locked.end > t:  # half duplex: its reception is lost
+            c["aborted"] += 1
+        nd.locked = None
+        nd.tx_until = end
+        self._defer(i, t, end, own=True)
+        snap = self.snapshot
+        if self.world.version != self._snap_version or (
+            self._mobile and t - snap.t >= self.refresh_s
+        ):
+            snap = self.refresh(t)
+        mean = snap.mean_w[i]
+        noise = snap.noise_w
+        blocked = snap.blocked
+        n = self.n
+        fading = self._fading_on
+        if fading:
+            held = self.fading._held
+            draw = self.fading.draw
+            coh = self.profile.coherence_time_s
+            vmin = self.profile.fading_min_speed_mps
+            k = self._coh_k
+            speed = snap.speed
+            vi = speed[i]
+        detect_w, detect_snr, ed_w = self.detect_w, self.detect_snr, self.ed_w
+        capture = self.capture
+        # Listeners that lock onto a data frame defer to its ACK's end at once: its NAV
+        # when they decode it, EIFS when they do not (the same instant).
+        hold = end + self.sifs + self._ack if kind == DATA else end
+        slot, aifs = self.slot, self.aifs
+        pw = p.pw = [0.0] * n
+        locked_rx = p.locked_rx
+        air = self._air
+        chunk = self._chunk
+        push = self._push
+        for r in snap.audible[i]:
+            pr = mean[r]
+            if fading:
+                key = i * n + r if i < r else r * n + i
+                h = held.get(key)
+                if h is None or t >= h[0]:
+                    g = draw()
+                    tc = coh if coh is not None else k / max(vi + speed[r], vmin)
+                    held[key] = (t + tc, g)
+                    pr *= g
+                else:
+                    pr *= h[1]
+            pw[r] = pr
+            m = nodes[r]
+            lk = m.locked
+            if lk is not None and lk.end <= t:
+                lk = m.locked = None  # that frame has ended
+            until = end if pr >= ed_w else 0.0
+            if lk is not None:
+                chunk(m, lk, t, noise[r])  # the interference is about to change
+                if (
+                    capture
+                    and pr >= capture * m.lock_pw
+                    and pr >= detect_w
+                    and m.tx_until <= t
+                    and (not blocked or i * n + r not in blocked)
+                ):
+                    c["captured"] += 1
+                    m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
+                    locked_rx.append(r)
+                    until = hold
+            elif pr >= detect_w and m.tx_until <= t and m.attached:
+                other = 0.0
+                if air:
+                    for q in air:
+                        other += q.pw[r]
+                if pr >= detect_snr * (noise[r] + other) and (
+                    not blocked or i * n + r not in blocked
+                ):
+                    m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
+                    m.lock_hit = other > 1e-3 * noise[r]
+                    locked_rx.append(r)
+                    until = hold
+            if until > m.busy_until:  # CCA busy: freeze its countdown (see _defer)
+                m.busy_until = until
+                if m.state == CONTEND and m.start_at - t >= slot:
+                    if t > m.count_from:
+                        left = m.backoff - int((t - m.count_from) / slot + 1e-6)
+                        m.backoff = left if left > 0 else 0
+                    m.count_from = until + aifs[m.ac]
+                    m.start_at = m.count_from + m.backoff * slot
+                    m.gen += 1
+                    push(m.start_at, _START, r, m.gen)
+        air.append(p)
+        self._push(end, _END, i, 0, p)
+
+    def _chunk(self, m: _Node, p: _Ppdu, t: float, noise_w: float) -> None:
+        """Close the chunk of ``m``'s locked frame ``p`` up to ``t`` (the interference is
+        about to change): add its bits' log success at the chunk's SINR, the interference
+        being every other transmission on the air at ``m``."""
+        a = m.lock_t
+        if t <= a:
+            return
+        r = m.index
+        interference = 0.0
+        for q in self._air:
+            if q is not p:
+                interference += q.pw[r]
+        if interference > 1e-3 * noise_w:
+            m.lock_hit = True
+        sinr_db = 10.0 * math.log10(m.lock_pw / (noise_w + interference))
+        lpb = self.table.lpb_db
+        _, h0, h1, hmode, hbps, pmode, pbps = p.lay
+        h0 += p.start
+        h1 += p.start
+        lp = 0.0
+        ov = min(t, h1) - max(a, h0)
+        if ov > 0:
+            lp += ov * hbps * lpb(hmode, sinr_db)
+        ov = min(t, p.end) - max(a, h1)
+        if ov > 0:
+            lp += ov * pbps * lpb(pmode, sinr_db)
+        m.lock_lp += lp
+        m.lock_t = t
+
+    def _decoded(self, m: _Node) -> bool:
+        lp = m.lock_lp
+        if lp == 0.0:
+            return True
+        if lp < -745.0:
+            return False
+        return self.rng.random() < math.exp(lp)
+
+    def _lossy(self, a: int, b: int) -> bool:
+        if not self.loss and not self.link_loss:
+            return False
+        p = self.link_loss.get((a, b) if a < b else (b, a), self.loss)
+        return p > 0 and self.rng.random() < p
+
+    def _end(self, p: _Ppdu, t: float) -> None:
+        """A PPDU ends: each receiver locked onto it decodes it or not; the exchange goes on."""
+        nodes = self.nodes
+        noise = self.snapshot.noise_w
+        c = self._counters
+        decoded: list[tuple[int, float]] = []
+        failed: list[int] = []
+        kind = p.kind
+        x = p.xchg
+        # Whose decoding matters: everyone's for broadcasts, RTS and CTS (deliveries,
+        # NAV); the addressee's and the overhearers' for data (every other listener
+        # defers to the ACK's end either way); the sender's alone for an ACK.
+        target = x.dst if kind in (DATA, RTS) else x.src if kind != BCAST else -3
+        if kind == DATA:
+            only, listeners = target, self._overhearers
+        elif kind == ACK:
+            only, listeners = target, 0
+        else:
+            only, listeners = -3, 1
+        chunk = self._chunk
+        decide = self._decoded
+        air = self._air
+        pw = p.pw
+        if len(air) > 1:  # receivers of other frames that hear this one: their SINR changes
+            for q in air:
+                if q is not p:
+                    for r in q.locked_rx:
+                        m = nodes[r]
+                        if m.locked is q and pw[r] > 0.0:
+                            chunk(m, q, t, noise[r])
+        # A lock on an ended frame is void (``locked.end <= t``): only the receivers
+        # whose decoding matters are visited.
+        evaluate = p.locked_rx if listeners else ((only,) if only >= 0 and pw[only] > 0 else ())
+        for r in evaluate:
+            m = nodes[r]
+            if m.locked is not p:
+                continue  # it left for a stronger frame, or transmitted
+            m.locked = None
+            if r == only or only == -3 or m.overhear:
+                chunk(m, p, t, noise[r])
+                if decide(m):
+                    decoded.append((r, pw[r]))
+                else:
+                    failed.append(r)
+                    if r == target or kind == BCAST:
+                        c["interference_losses" if m.lock_hit else "phy_losses"] += 1
+        air.remove(p)
+        if failed and kind != ACK and kind != DATA:  # data: deferred at its start
+            until = t + self.sifs + self._ack  # EIFS - DIFS
+            for r in failed:
+                self._defer(r, t, until)
+        if kind == BCAST:
+            self._broadcast_end(p, x, t, decoded)
+        elif kind == DATA:
+            self._data_end(p, x, t, decoded)
+        elif kind == RTS:
+            ok = False
+            nav = t + 3 * self.sifs + self._cts + x.data_s + self._ack
+            for r, _ in decoded:
+                if r == x.dst:
+                    ok = True
+                else:
+                    self._nav(r, t, nav)
+            dst = nodes[x.dst] if ok else None
+            if dst is not None and dst.nav_until <= t:  # 802.11 answers RTS only if NAV idle
+                x.stage = CTS
+                self._push(t + self.sifs, _RESPOND, x.dst, 0, x)
+            else:
+                self._push(t + self.timeout, _TIMEOUT, x.src, x.attempt, x)
+        elif kind == CTS:
+            ok = False
+            nav = t + 2 * self.sifs + x.data_s + self._ack
+            for r, _ in decoded:
+                if r == x.src:
+                    ok = True
+                else:
+                    self._nav(r, t, nav)
+            if ok:
+                x.stage = DATA
+                self._push(t + self.sifs, _RESPOND, x.src, 0, x)
+            else:
+                self._failed(x.src, x, t)
+        elif any(r == x.src for r, _ in decoded):  # ACK
+            self._succeeded(x.src, x, t)
+        else:
+            c["acks_lost"] += 1
+            self._failed(x.src, x, t)
+
+    def _broadcast_end(
+        self, p: _Ppdu, x: _Exchange, t: float, decoded: list[tuple[int, float]]
+    ) -> None:
+        c = self._counters
+        c["broadcast"] += 1
+        i, frame, nodes = x.src, x.frame, self.nodes
+        for r, pr in decoded:
+            if self._lossy(i, r):
+                c["random_losses"] += 1
+                continue
+            self._events.append(Delivery(t, r + 1, _rssi(pr), frame))
+            nodes[r].received += 1
+            c["delivered"] += 1
+        self._done(i, x.ac, t)
+
+    def _data_end(self, p: _Ppdu, x: _Exchange, t: float, decoded: list[tuple[int, float]]) -> None:
+        nodes = self.nodes
+        c = self._counters
+        dst, i = x.dst, x.src
+        got = None
+        for r, pr in decoded:  # listeners deferred to the ACK's end when they locked on
+            if r == dst:
+                got = pr
+        if got is not None and self._lossy(i, dst):
+            c["random_losses"] += 1
+            got = None
+        if got is None:
+            self._push(t + self.timeout, _TIMEOUT, i, x.attempt, x)
+            return
+        if not x.delivered:  # duplicate detection: a retried frame is passed up once
+            x.delivered = True
+            self._events.append(Delivery(t, dst + 1, _rssi(got), x.frame))
+            nodes[dst].received += 1
+            c["delivered"] += 1
+        if self._overhearers:
+            for r, pr in decoded:
+                m = nodes[r]
+                if r == dst or not m.overhear:
+                    continue
+                if x.overheard is None:
+                    x.overheard = set()
+                if r not in x.overheard:
+                    x.overheard.add(r)
+                    self._events.append(Delivery(t, r + 1, _rssi(pr), x.frame))
+                    c["overheard"] += 1
+        x.stage = ACK
+        self._push(t + self.sifs, _RESPOND, dst, 0, x)
+
+    def _nav(self, r: int, t: float, until: float) -> None:
+        m = self.nodes[r]
+        if until > m.nav_until:
+            m.nav_until = until
+        self._defer(r, t, until)
+
+    def _succeeded(self, i: int, x: _Exchange, t: float) -> None:
+        nd = self.nodes[i]
+        self.rates.attempted(t, x.dst, x.rate, True)
+        self._counters["unicast_ok"] += 1
+        if x.attempt:
+            self._events.append(TxStatus(t, i + 1, x.frame[:6], x.attempt, True, b""))
+        nd.cw[x.ac] = self.cw_min[x.ac]
+        self._done(i, x.ac, t)
+
+    def _failed(self, i: int, x: _Exchange, t: float) -> None:
+        """The attempt got no (decodable) response: retry or give up."""
+        nd = self.nodes[i]
+        self.rates.attempted(t, x.dst, x.rate, False)
+        c = self._counters
+        if x.attempt >= self.retry_limit:
+            c["unicast_failed"] += 1
+            self._events.append(TxStatus(t, i + 1, x.frame[:6], x.attempt, False, x.frame))
+            nd.cw[x.ac] = self.cw_min[x.ac]
+            self._done(i, x.ac, t)
+            return
+        x.attempt += 1
+        c["retries"] += 1
+        nd.cw[x.ac] = min(2 * nd.cw[x.ac] + 1, self.cw_max[x.ac])
+        self._contend(i, t)
+
+    def _done(self, i: int, ac: int, t: float) -> None:
+        nd = self.nodes[i]
+        nd.pending[ac] = None
+        q = nd.queues[ac]
+        if q:
+            q.popleft()
+            nd.nq -= 1
+        nd.sent += 1
+        self._contend(i, t)
+
+    # --- introspection --------------------------------------------------------------
+
+    def queue_length(self, node: int) -> int:
+        return self.nodes[node - 1].nq
+
+    def link_rule(self) -> str:
+        """The ground truth's notion of a usable link, in words (``channel.py``)."""
+        return self.channel.link_rule()
+
+    def link_table(self, t: float, cs: bool = False) -> dict:
+        """Every usable link at once (the control command ``links``, ``linktable.py``)."""
+        p = self.profile
+        pl = self.channel.pathloss
+        floor = float(self.channel.noise_dbm.min())
+        budget = p.tx_power_dbm + 2 * p.antenna_gain_dbi
+        ranges = {
+            "rx_m": round(usable_distance_m(p), 1),
+            "cs_m": round(pl.distance_for_loss(budget - p.preamble_min_rssi_dbm), 1),
+            "rx_threshold_dbm": round(floor + self.channel.usable_snr_db, 1),
+        }
+        return realistic_link_table(self.refresh(t), ranges, p.preamble_min_rssi_dbm, cs)
+
+    def neighbours(self, node: int, t: float) -> list[tuple[int, float]]:
+        """Nodes with a usable link to ``node`` now, with their mean received power (dBm)."""
+        snap = self.refresh(t)
+        i = node - 1
+        return [(j + 1, snap.dbm[i][j]) for j in snap.rx[i]]
+
+    @property
+    def counters(self) -> dict[str, int | float]:
+        """What happened so far (the ns2 MAC's keys, and the realistic ones)."""
+        c = self._counters
+        c["ppdus"] = self._ppdus
+        c["airtime_s"] = self._airtime
+        return c
+
+    def stats(self) -> dict:
+        return {
+            **self.counters,
+            "queue_drops_per_node": {
+                f"n{k + 1}": nd.drops for k, nd in enumerate(self.nodes) if nd.drops
+            },
+            "queued": sum(nd.nq for nd in self.nodes),
+            "busy_s_per_node": {
+                f"n{k + 1}": round(nd.busy_s, 6) for k, nd in enumerate(self.nodes) if nd.busy_s
+            },
+        }
