@@ -227,7 +227,20 @@ class DaemonConfig(_Strict):
             if dst not in self.prefix or hop not in self.prefix:
                 raise ValueError(f"static_routes {dst}: {hop}: both must be inside {self.prefix}")
         self._check_rfp_inputs()
+        self._check_link_quality_inputs()
         return self
+
+    def _check_link_quality_inputs(self) -> None:
+        """Admission by signal smooths the powers link sensing reports: refuse it where
+        none come, instead of refusing every link (docs/linkquality.md)."""
+        engine = self.engine_config()
+        if engine is None or not engine.link_quality.admission.signal:
+            return
+        if self.link_sensing.backend == "hello":
+            raise ValueError(
+                "link_quality.admission.signal: link_sensing.backend 'hello' reports no "
+                "received powers; use 'lab' or 'nl80211', or admission.hellos"
+            )
 
     def _check_rfp_inputs(self) -> None:
         """Atra RFP fits a slope to received powers (Anantharaman et al. IV-A): refuse a

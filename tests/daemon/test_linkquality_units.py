@@ -129,12 +129,15 @@ def test_signal_admission_has_hysteresis_and_does_not_flap_with_fading():
     assert adm.admits(56.0, NB, None)
 
 
-def test_without_a_smoothed_signal_the_one_given_decides_and_none_admits():
-    q = lq(admission=AdmissionConfig(signal=True))
-    assert not q.admission.admits(0.0, NB, -99.0)  # LinkUp's signal, before any sample
-    assert q.admission.admits(0.0, NB, None)  # nothing known: not judged
-    q.observe(0.1, SignalSample(NB, -70.0, 0.1))
-    assert q.admission.admits(0.2, NB, -99.0)  # the smoothed signal decides now
+def test_a_link_is_refused_until_its_signal_has_settled():
+    q = lq(admission=AdmissionConfig(signal=True, signal_half_life_s=1.0))
+    assert not q.admission.admits(0.0, NB, -50.0)  # never heard: one frame's RSSI is not used
+    q.observe(0.1, SignalSample(NB, -60.0, 0.1))
+    assert not q.admission.admits(0.5, NB, None)  # one loud sample: not yet
+    q.observe(1.2, SignalSample(NB, -60.0, 1.2))
+    assert q.admission.admits(1.2, NB, None)
+    c = q.counters
+    assert c["admission-refused-unheard"] == 1 and c["admission-refused-settling"] == 1
 
 
 def test_n_of_m_beacons():
@@ -242,7 +245,19 @@ def test_settings_refuse_bad_values_by_name():
     assert not LinkQualityConfig().enabled
     with pytest.raises(UserError, match="link_quality"):
         parse_config(
-            {"address": "10.42.0.1", "protocol": "static", "link_quality": {"veto": {"enabled": True}}}
+            {
+                "address": "10.42.0.1",
+                "protocol": "static",
+                "link_quality": {"veto": {"enabled": True}},
+            }
+        )
+    with pytest.raises(UserError, match="backend 'hello' reports no received powers"):
+        parse_config(
+            {
+                "address": "10.42.0.1",
+                "protocol": "dsr",
+                "link_quality": {"admission": {"signal": True}},
+            }
         )
 
 
@@ -251,6 +266,7 @@ def test_the_daemon_wide_section_reaches_the_engine():
         {
             "address": "10.42.0.1",
             "protocol": "dsr",
+            "link_sensing": {"backend": "nl80211"},
             "link_quality": {"admission": {"signal": True}, "metric": {"kind": "etx"}},
         }
     )

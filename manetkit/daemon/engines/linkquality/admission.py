@@ -8,9 +8,9 @@ longest, worst links, the "gray zone". Lundgren et al.'s fixes (section 5), both
 - **signal**: a link counts only while its smoothed signal is above a threshold, with
   hysteresis (admitted at ``admit_dbm``, refused again below ``release_dbm``) so a link
   near the edge does not flap with every fade; the smoothing is the estimator's EWMA
-  (:mod:`.estimator`). A link with no smoothed signal yet is judged by the one power
-  given with it, if any (link sensing's at ``LinkUp``); with none (the hello backend
-  reports none) not by this rule;
+  (:mod:`.estimator`). A link is refused until its smoothing has covered a half-life
+  (one loud frame from a gray-zone neighbour must not admit it); the rule needs link
+  sensing that reports signals (lab, nl80211: ``--check`` refuses it with hello);
 - **hellos**: a link counts only when N of the last M of the neighbour's beacons came
   (their "N consecutive hellos", generalised as babeld's hello history).
 
@@ -40,36 +40,32 @@ class GrayZoneAdmission:
         self.counters = counters
 
     def admits(self, now: float, link: Hashable, signal_dbm: float | None) -> bool:
-        """The estimator's smoothed signal decides; ``signal_dbm`` (one frame's, or
-        link sensing's at ``LinkUp``) only while it has none: one frame says little
-        under fading, but more than nothing."""
+        """``signal_dbm`` (one frame's) is not used: under fading one frame says
+        little, and a gray-zone neighbour is sometimes heard loud."""
         if not isinstance(link, IPv4Address):
             return True
-        cfg, est = self.cfg, self.estimates
-        if cfg.signal and est.smoothed_dbm(now, link) is not None:
-            st = est.get(link)
-            if st is not None and st.admitted_signal is False:
-                self.counters["admission-refused-signal"] += 1
-                return False
-        elif cfg.signal and signal_dbm is not None and signal_dbm < cfg.admit_dbm:
-            self.counters["admission-refused-signal"] += 1
+        why = self._refusal(now, link)
+        if why is not None:
+            self.counters[f"admission-refused-{why}"] += 1
             return False
+        return True
+
+    def _refusal(self, now: float, link: IPv4Address) -> str | None:
+        cfg, est = self.cfg, self.estimates
+        if cfg.signal:
+            st = est.get(link)
+            if est.smoothed_dbm(now, link) is None or st is None:
+                return "unheard"  # no signal yet: not a link to build routes over
+            if now - st.signal_since < cfg.signal_half_life_s:
+                return "settling"  # the smoothing has not covered a half-life yet
+            if st.admitted_signal is False:
+                return "signal"
         if cfg.hellos:
             got = est.beacon_ratio(now, link, cfg.hellos_window)
             if got is None or got[0] < cfg.hellos_heard:
-                self.counters["admission-refused-hellos"] += 1
-                return False
-        return True
+                return "hellos"
+        return None
 
     def state(self, now: float, link: IPv4Address) -> bool:
         """Whether ``link`` would be admitted now (status; no counters)."""
-        cfg, est = self.cfg, self.estimates
-        if cfg.signal and est.smoothed_dbm(now, link) is not None:
-            st = est.get(link)
-            if st is not None and st.admitted_signal is False:
-                return False
-        if cfg.hellos:
-            got = est.beacon_ratio(now, link, cfg.hellos_window)
-            if got is None or got[0] < cfg.hellos_heard:
-                return False
-        return True
+        return self._refusal(now, link) is None

@@ -79,6 +79,7 @@ class LinkState:
     tx_recent: DecayedRatio  # the last second or so (Atra's measured loss)
     last_heard: float = float("-inf")
     signal_at: float = float("-inf")
+    signal_since: float = float("inf")  # first sample of the current smoothing
     admitted_signal: bool | None = None  # hysteresis state; None: no signal yet
     beacons: Beacons | None = None
     failures: int = 0  # consecutive transmit failures since the last delivery
@@ -120,6 +121,8 @@ class LinkEstimates:
         if now - st.signal_at > 4 * adm.signal_half_life_s + self.cfg.metric.memory_s:
             st.signal.value = None  # so old it says nothing: start over
             st.admitted_signal = None
+        if st.signal.value is None:
+            st.signal_since = now
         v = st.signal.update(now, dbm)
         st.trend.update(now, dbm)
         st.signal_at = now
