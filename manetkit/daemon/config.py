@@ -5,8 +5,8 @@ default; every refusal names the field path and the reason (:class:`UserError`).
 The protocol sections (``aodv:``, ``dsr:``, ``smr:``) and ``atra:`` are typed by the
 engines' own config models (:class:`AodvConfig`, :class:`DsrConfig`, :class:`SmrConfig`,
 :class:`AtraConfig`), so a bad field is refused at load time and the engine modules stay
-the single source of their parameters and defaults. The daemon-wide ``send_buffer:`` and
-``atra:`` reach the running protocol's section in :meth:`DaemonConfig.engine_config`
+the single source of their parameters and defaults. The daemon-wide ``send_buffer:``,
+``atra:`` and ``link_quality:`` reach the running protocol's section in :meth:`DaemonConfig.engine_config`
 where that section does not set them itself.
 """
 
@@ -30,6 +30,7 @@ from manetkit.daemon.auth import AuthConfig
 from manetkit.daemon.engines.aodv import AodvConfig
 from manetkit.daemon.engines.atra.config import AtraConfig
 from manetkit.daemon.engines.dsr import DsrConfig
+from manetkit.daemon.engines.linkquality.config import LinkQualityConfig
 from manetkit.daemon.engines.smr import SmrConfig
 from manetkit.daemon.sendbuffer import SendBufferSettings
 from manetkit.jsonlines import group_id
@@ -155,6 +156,11 @@ class DaemonConfig(_Strict):
         description="Atra route failure prediction / proactive errors / route pinning "
         "(docs/atra.md): rfp, pre, srp, ...; reaches the dsr/smr/aodv engine",
     )
+    link_quality: LinkQualityConfig = Field(
+        default_factory=LinkQualityConfig,
+        description="link-quality routing (docs/linkquality.md): admission against gray "
+        "zones, the ETX metric, the false-failure veto; reaches the dsr/smr/aodv engine",
+    )
     static_routes: dict[IPv4Address, IPv4Address] = Field(
         default_factory=dict, description="static engine: destination -> next hop (a neighbour)"
     )
@@ -190,6 +196,13 @@ class DaemonConfig(_Strict):
             raise ValueError("the static engine has no Atra support")
         return v
 
+    @field_validator("link_quality")
+    @classmethod
+    def _link_quality_engine(cls, v: LinkQualityConfig, info: ValidationInfo) -> LinkQualityConfig:
+        if v.model_fields_set and info.data.get("protocol") == "static":
+            raise ValueError("the static engine has no link-quality support")
+        return v
+
     @field_validator("event_socket")
     @classmethod
     def _event_socket(cls, v: Path) -> Path:
@@ -214,7 +227,20 @@ class DaemonConfig(_Strict):
             if dst not in self.prefix or hop not in self.prefix:
                 raise ValueError(f"static_routes {dst}: {hop}: both must be inside {self.prefix}")
         self._check_rfp_inputs()
+        self._check_link_quality_inputs()
         return self
+
+    def _check_link_quality_inputs(self) -> None:
+        """Admission by signal smooths the powers link sensing reports: refuse it where
+        none come, instead of refusing every link (docs/linkquality.md)."""
+        engine = self.engine_config()
+        if engine is None or not engine.link_quality.admission.signal:
+            return
+        if self.link_sensing.backend == "hello":
+            raise ValueError(
+                "link_quality.admission.signal: link_sensing.backend 'hello' reports no "
+                "received powers; use 'lab' or 'nl80211', or admission.hellos"
+            )
 
     def _check_rfp_inputs(self) -> None:
         """Atra RFP fits a slope to received powers (Anantharaman et al. IV-A): refuse a
@@ -252,8 +278,9 @@ class DaemonConfig(_Strict):
     def engine_config(self) -> EngineConfig | None:
         """The running protocol's section with the daemon-wide settings merged in.
 
-        ``send_buffer:`` and ``atra:`` fill the section's ``send_buffer_*`` and ``atra``
-        fields that the section does not set itself (its own setting wins); every
+        ``send_buffer:``, ``atra:`` and ``link_quality:`` fill the section's
+        ``send_buffer_*``, ``atra`` and ``link_quality`` fields that the section does not
+        set itself (its own setting wins); every
         default comes from the engine's config model. None for ``static``.
         """
         if self.protocol == "static":
@@ -267,6 +294,8 @@ class DaemonConfig(_Strict):
         }
         if self.atra.model_fields_set and "atra" not in own:
             update["atra"] = self.atra
+        if self.link_quality.model_fields_set and "link_quality" not in own:
+            update["link_quality"] = self.link_quality
         if not update:
             return section
         return type(section).model_validate({**dict(section), **update})

@@ -31,6 +31,7 @@ from manetkit.daemon.auth import Authenticator, Handled, Rejected, is_data
 from manetkit.daemon.config import DaemonConfig
 from manetkit.daemon.dataplane import BROADCAST_MAC, DataPlane
 from manetkit.daemon.engines.base import (
+    BeaconHeard,
     Deliver,
     Dropped,
     LinkDown,
@@ -40,6 +41,7 @@ from manetkit.daemon.engines.base import (
     SendFrame,
     SignalSample,
     TxFailed,
+    TxReport,
 )
 from manetkit.daemon.eventsocket import EventServer
 from manetkit.daemon.kernel import KernelGlue
@@ -49,6 +51,7 @@ from manetkit.daemon.linksense.base import (
     StationGone,
     StationSeen,
     StationTxFailed,
+    StationTxStats,
 )
 from manetkit.daemon.linksense.hello import HelloBackend, is_hello, parse_hello
 from manetkit.daemon.linksense.hysteresis import Decision, Down, LinkMonitor, Signal, Up
@@ -531,6 +534,9 @@ class Daemon:
             return
         self.counters["hello-rx"] += 1
         self.neighbours.learn(self._now, hello.address, mac)
+        if self.engine.wants_link_reports:  # link quality's hello history
+            beacon = BeaconHeard(hello.address, hello.seq, hello.interval_ms / 1000)
+            self.engine.link_event(self._now, beacon)
         if self.beacon is self.backend:
             self.beacon.received(self._now, mac)  # -> _on_station(StationSeen)
         elif self.monitor.is_up(mac) and mac not in self._announced:
@@ -548,6 +554,11 @@ class Daemon:
             if addr is not None:
                 self.engine.link_event(now, TxFailed(addr, self._packet_of(ev.frame)))
             self.monitor.tx_failed(now, ev.mac)
+        elif isinstance(ev, StationTxStats):
+            addr = self.neighbours.address_of(ev.mac)
+            if addr is not None and self.engine.wants_link_reports:
+                self.engine.link_event(now, TxReport(addr, ev.attempts, ev.delivered))
+            return
         else:
             return
         self._apply(now, self._decisions())

@@ -131,4 +131,4 @@ def test_source_side_atra_maps_and_break_history_are_bounded() -> None:
         for k in range(5):
             rfp.sample(i + k * 0.2, nb, -60.0)
         rfp.link_failed(i + 1.0, nb)
-    assert len(rfp._failed) <= MAX_FAILED
+    assert len(rfp.book.failed) <= MAX_FAILED

@@ -12,7 +12,8 @@ Inputs
                                                  node, heard because the radio is promiscuous;
                                                  only for engines with ``wants_overheard``
   send_local(now, packet)                        an IPv4 packet the node's apps sent (TUN)
-  link_event(now, event)                         LinkUp / LinkDown / TxFailed / SignalSample
+  link_event(now, event)                         LinkUp / LinkDown / TxFailed / SignalSample /
+                                                 BeaconHeard / TxReport
   handle_timer(now)                              the deadline from get_timer() has passed
   rediscover(now, dst)                           optional: ask for a route to ``dst`` now
                                                  (the event socket's ``discover`` command)
@@ -180,7 +181,27 @@ class SignalSample:
     at: float
 
 
-LinkEvent = LinkUp | LinkDown | TxFailed | SignalSample
+@dataclass(frozen=True, slots=True)
+class BeaconHeard:
+    """A neighbour beacon (``daemon/linksense/hello.py``) came from ``neighbour``: its
+    sequence number and the interval it announces (link quality's hello history)."""
+
+    neighbour: IPv4Address
+    seq: int
+    interval_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TxReport:
+    """The station table's transmit counters for ``neighbour`` between two polls:
+    802.11 attempts (first tries and retries) and frames delivered (ACKed)."""
+
+    neighbour: IPv4Address
+    attempts: int
+    delivered: int
+
+
+LinkEvent = LinkUp | LinkDown | TxFailed | SignalSample | BeaconHeard | TxReport
 
 
 class RoutingEngine(ABC):
@@ -190,6 +211,8 @@ class RoutingEngine(ABC):
     name: str = "?"
     # True: the shell makes the radio promiscuous and feeds overhear_frame.
     wants_overheard: bool = False
+    # True: the shell feeds BeaconHeard and TxReport (link quality's observations).
+    wants_link_reports: bool = False
     # Which of this engine's frames are routing control (its wire's test), for the
     # shell's control-bytes counters; None: the engine sends no control of its own.
     is_control_frame: Callable[[bytes], bool] | None = None

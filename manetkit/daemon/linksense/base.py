@@ -69,7 +69,30 @@ class StationTxFailed:
     frame: bytes | None = None
 
 
-StationEvent = StationSeen | StationGone | StationTxFailed
+@dataclass(frozen=True, slots=True)
+class StationTxStats:
+    """Transmit counters to ``mac`` between two polls: 802.11 attempts (first tries plus
+    retries) and frames delivered (sent minus failed), for link quality's ETX."""
+
+    mac: bytes
+    attempts: int
+    delivered: int
+
+
+def tx_stats(before: StationInfo | None, row: StationInfo) -> StationTxStats | None:
+    """What was transmitted to ``row``'s station since ``before`` (the previous poll's
+    row), or None: nothing, no previous row, or counters that went back (a restart)."""
+    if before is None:
+        return None
+    frames = row.tx_packets - before.tx_packets
+    retries = row.tx_retries - before.tx_retries
+    failed = row.tx_failed - before.tx_failed
+    if frames < 0 or retries < 0 or failed < 0 or frames + retries == 0:
+        return None
+    return StationTxStats(row.mac, frames + retries, max(frames - failed, 0))
+
+
+StationEvent = StationSeen | StationGone | StationTxFailed | StationTxStats
 # Callback the shell gives a backend: (now, event). ``now`` is the loop's monotonic time.
 EventSink = Callable[[float, StationEvent], None]
 

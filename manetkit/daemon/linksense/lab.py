@@ -12,6 +12,8 @@ Tx failures and new stations arrive as events at once; signal and activity are p
 every ``poll_s`` (200 ms: fast enough for Atra's 3-sample RFP window, cheap enough).
 A station counts as heard when its rx_packets grew since the last poll (or it is new),
 so a row that lingers in the table without traffic ages out through the hysteresis.
+The transmit counters' differences between two polls (``tx_packets``, ``tx_retries``,
+``tx_failed``) go out as ``StationTxStats``: link quality's ETX from the data path.
 
 The signal reported for a heard station is the mean power (dBm) of every frame the radio
 heard from it since the previous poll: the radio sums each frame's RSSI per station
@@ -41,6 +43,7 @@ from manetkit.daemon.linksense.base import (
     StationInfo,
     StationSeen,
     StationTxFailed,
+    tx_stats,
 )
 
 log = logging.getLogger(__name__)
@@ -75,6 +78,7 @@ class LabBackend(LinkSenseBackend):
         self._clock = clock
         self._table: list[StationInfo] = []
         self._rx_seen: dict[bytes, int] = {}
+        self._rows: dict[bytes, StationInfo] = {}  # the previous poll's rows (tx deltas)
         # per MAC: (rx_signal_frames, rx_signal_sum_dbm) at the previous poll
         self._signal_seen: dict[bytes, tuple[int, float]] = {}
         self.malformed = 0
@@ -169,6 +173,11 @@ class LabBackend(LinkSenseBackend):
         for mac in self._rx_seen.keys() - {st.mac for st in rows}:
             del self._rx_seen[mac]
             self._signal_seen.pop(mac, None)
+        before_rows, self._rows = self._rows, {st.mac: st for st in rows}
+        for st in rows:
+            sent = tx_stats(before_rows.get(st.mac), st)
+            if sent is not None:
+                self.sink(now, sent)
         for st, frame_sums in zip(rows, sums, strict=True):
             before = self._rx_seen.get(st.mac)
             self._rx_seen[st.mac] = st.rx_packets

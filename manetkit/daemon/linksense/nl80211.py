@@ -33,10 +33,12 @@ from pyroute2.netlink.exceptions import NetlinkError
 from manetkit.daemon.linksense.base import (
     EventSink,
     LinkSenseBackend,
+    StationEvent,
     StationGone,
     StationInfo,
     StationSeen,
     StationTxFailed,
+    tx_stats,
 )
 
 log = logging.getLogger(__name__)
@@ -129,16 +131,18 @@ class StationTracker:
         self.table: dict[bytes, StationInfo] = {}
         self._silent: set[bytes] = set()  # reported gone for inactivity, still listed
 
-    def update(
-        self, rows: Iterable[StationInfo]
-    ) -> list[StationSeen | StationGone | StationTxFailed]:
-        """Compare a fresh dump with the previous one; return the events it implies."""
-        events: list[StationSeen | StationGone | StationTxFailed] = []
+    def update(self, rows: Iterable[StationInfo]) -> list[StationEvent]:
+        """Compare a fresh dump with the previous one; return the events it implies
+        (transmit counter differences as ``StationTxStats``, for link quality)."""
+        events: list[StationEvent] = []
         fresh = {row.mac: row for row in rows}
         for mac, row in fresh.items():
             before = self.table.get(mac)
             if before is not None and row.tx_failed > before.tx_failed:
                 events.append(StationTxFailed(mac))
+            sent = tx_stats(before, row)
+            if sent is not None:
+                events.append(sent)
             inactive = row.inactive_ms if row.inactive_ms is not None else 0
             if inactive > self.inactive_limit_ms:
                 if mac not in self._silent:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field, model_validator
 
 from manetkit.daemon.engines.atra.config import AtraConfig
+from manetkit.daemon.engines.linkquality.config import LinkQualityConfig
 from manetkit.daemon.engines.shared.bus import BusSettings
 from manetkit.daemon.sendbuffer import SendBufferSettings
 
@@ -19,6 +20,11 @@ class AodvConfig(SendBufferSettings, BusSettings):
     atra: AtraConfig = Field(
         default_factory=AtraConfig,
         description="Atra RFP (docs/atra.md); the daemon's top-level atra:",
+    )
+    link_quality: LinkQualityConfig = Field(
+        default_factory=LinkQualityConfig,
+        description="admission, ETX metric, failure veto (docs/linkquality.md); the "
+        "daemon's top-level link_quality:",
     )
 
     active_route_timeout_ms: int = Field(

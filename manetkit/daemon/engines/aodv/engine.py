@@ -15,6 +15,9 @@ composed of one component per concern, each in its own module:
 ``maintenance``   link breaks, local repair, RERRs (6.11, 6.12)
 ``bus``/``aodv_bus``  TCP-BuS (Kim, Toh & Choi IV), shared with DSR / on RERRs
 ``atra``          Atra's RFP on RFC 3561's messages (None when off)
+``lq``/``link_metric``  link quality (admission, ETX, the failure veto) and the
+                  accumulated path metric on RREQ/RREP (None when off;
+                  docs/linkquality.md)
 ================  ==================================================================
 
 The engine feeds the inputs to them and reacts where concerns meet: a route that
@@ -29,7 +32,9 @@ break, like ``LinkDown`` (:mod:`.maintenance`); route lifetime expiry is silent.
 
 The link admission policy (:mod:`manetkit.daemon.admission`) and the
 path metric (:mod:`manetkit.daemon.engines.shared.metric`) are plug-ins; their
-defaults (admit every link, hop count) are RFC 3561's behaviour.
+defaults (admit every link, hop count) are RFC 3561's behaviour. With
+``link_quality`` on, they are link quality's (:mod:`manetkit.daemon.engines.linkquality`)
+unless given.
 
 Data from the radio that carries this node's own address as its IP source is dropped
 (counted ``own-source``): no genuine packet comes back to its source, and buffering it
@@ -53,6 +58,7 @@ from manetkit.daemon.engines.aodv.deadline import INF, Deadline
 from manetkit.daemon.engines.aodv.discovery import Discovery, RreqSeen, Search
 from manetkit.daemon.engines.aodv.forwarding import Forwarder
 from manetkit.daemon.engines.aodv.hellos import Hellos
+from manetkit.daemon.engines.aodv.linkmetric import AodvLinkMetric
 from manetkit.daemon.engines.aodv.links import LinkView
 from manetkit.daemon.engines.aodv.maintenance import Maintenance
 from manetkit.daemon.engines.aodv.replies import ReplyHandler
@@ -75,6 +81,7 @@ from manetkit.daemon.engines.base import (
     SignalSample,
     TxFailed,
 )
+from manetkit.daemon.engines.linkquality import LinkQuality
 from manetkit.daemon.engines.shared.bus import Bus
 from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
 from manetkit.daemon.neighbours import NeighbourTable
@@ -97,8 +104,8 @@ class AodvEngine(RoutingEngine):
         config: AodvConfig,
         neighbours: NeighbourTable,
         *,
-        admission: LinkAdmission = ADMIT_ALL,
-        metric: PathMetric = HOP_COUNT,
+        admission: LinkAdmission | None = None,
+        metric: PathMetric | None = None,
         trust_data: bool = True,
     ) -> None:
         super().__init__()
@@ -106,6 +113,21 @@ class AodvEngine(RoutingEngine):
         self.trust_data = trust_data
         self.config = c = config
         self.neighbours = neighbours
+        # Link quality (docs/linkquality.md): only with a mechanism on.
+        lqc = c.link_quality
+        self.lq = (
+            LinkQuality(lqc, address, self.counters, neighbours.capacity) if lqc.enabled else None
+        )
+        self.wants_link_reports = self.lq is not None
+        if admission is None:
+            admission = self.lq.admission if self.lq and self.lq.admission else ADMIT_ALL
+        if metric is None:
+            metric = self.lq.metric if self.lq and self.lq.metric else HOP_COUNT
+        self.link_metric = (
+            AodvLinkMetric(lqc.metric, self.counters)
+            if self.lq is not None and self.lq.metric is not None
+            else None
+        )
         self._me_b = address.packed
         self._now = 0.0  # time of the latest input, for status()
         self.last_malformed = ""  # why the last malformed packet was refused (debugging)
@@ -117,7 +139,9 @@ class AodvEngine(RoutingEngine):
         # even with bus off; holding and pivot repair only with ``bus``.
         self.bus = Bus(c, out)
         # Atra (docs/atra.md): only with a mechanism on.
-        atra = AtraState(c.atra, address) if c.atra.enabled else None
+        # Atra's trend predictor reads the measured loss from link quality, when it runs.
+        loss_of = self.lq.estimates.recent_loss if self.lq is not None else None
+        atra = AtraState(c.atra, address, loss_of) if c.atra.enabled else None
         self.links = LinkView(
             neighbours, c.blacklist_timeout_ms / 1000, admission, self.deadline, counters
         )
@@ -137,9 +161,11 @@ class AodvEngine(RoutingEngine):
         )  # fmt: skip
         self.requests = RequestHandler(
             address, c, self.links, self.routes, self.seen, self.own_seq, self.signalling, atra,
-            counters,
+            counters, self.link_metric,
         )  # fmt: skip
-        self.replies = ReplyHandler(address, c, self.routes, self.signalling, counters)
+        self.replies = ReplyHandler(
+            address, c, self.routes, self.signalling, counters, self.link_metric
+        )
         self.hellos = Hellos(
             address, c, self.links, self.routes, self.signalling, self.forwarder, self.own_seq,
             counters,
@@ -194,9 +220,20 @@ class AodvEngine(RoutingEngine):
 
     def link_event(self, now: float, event: LinkEvent) -> None:
         self._now = now
+        lq = self.lq
+        if lq is not None and lq.observe(now, event):
+            return
         if isinstance(event, LinkDown):
+            if lq is not None and lq.down_vetoed(now, event.neighbour, event.reason):
+                return
             self.maintenance.link_break(now, event.neighbour, event.reason, None)
         elif isinstance(event, TxFailed):
+            if lq is not None and not lq.tx_failed(now, event.neighbour):
+                # The veto keeps the link (docs/linkquality.md): the packet goes again.
+                if event.packet is not None:
+                    self.counters["veto-resent"] += 1
+                    self.out.send(event.neighbour, event.packet)
+                return
             if event.packet is not None and aodv.is_control(event.packet):
                 self.maintenance.control_tx_failed(now, event.neighbour, event.packet)
             self.maintenance.link_break(now, event.neighbour, "tx-failed", event.packet)
@@ -258,7 +295,7 @@ class AodvEngine(RoutingEngine):
         elif isinstance(msg, aodv.RREP):
             if hdr.dst.packed == _BCAST_B and msg.dest == sender:
                 self.hellos.received(now, sender, msg, rssi)
-            else:
+            elif self.links.admits(now, sender, rssi):  # a refused link builds no route
                 self.replies.received(now, sender, msg)
                 if self.atra is not None and self.atra.state.waiting:
                     self.atra.rrep(now)
@@ -387,4 +424,5 @@ class AodvEngine(RoutingEngine):
             "bounds": self.bounds(),
             "bus": self.bus.state.status(),
             **({"atra": self.atra.status(now)} if self.atra is not None else {}),
+            **({"link_quality": self.lq.status(now)} if self.lq is not None else {}),
         }

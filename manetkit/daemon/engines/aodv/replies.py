@@ -13,6 +13,7 @@ from collections import Counter
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines.aodv.config import AodvConfig
+from manetkit.daemon.engines.aodv.linkmetric import AodvLinkMetric
 from manetkit.daemon.engines.aodv.routes import Routes
 from manetkit.daemon.engines.aodv.routetable import VALID
 from manetkit.daemon.engines.aodv.signalling import Signalling
@@ -27,8 +28,10 @@ class ReplyHandler:
         routes: Routes,
         signalling: Signalling,
         counters: Counter[str],
+        link_metric: AodvLinkMetric | None = None,
     ) -> None:
         self.address = address
+        self.link_metric = link_metric  # the accumulated path metric (None: hop count)
         self.routes = routes
         self.table = routes.table
         self.signalling = signalling
@@ -47,8 +50,10 @@ class ReplyHandler:
         if hops > 255:
             self.counters["rrep-hop-overflow"] += 1
             return
+        lqm = self.link_metric
+        adv = lqm.advertised(m) if lqm is not None else None
         fwd, changed = self.routes.update(
-            now, m.dest, sender, hops, m.dest_seq, m.lifetime_ms / 1000
+            now, m.dest, sender, hops, m.dest_seq, m.lifetime_ms / 1000, advertised=adv
         )
         if not changed:
             if not (
@@ -85,7 +90,9 @@ class ReplyHandler:
             m.lifetime_ms,
             repair=m.repair,
             prefix_size=m.prefix_size,
-            extensions=m.extensions,
+            extensions=m.extensions
+            if lqm is None
+            else lqm.extensions(m.extensions, fwd.cost, fwd.hops),
         )
         self.counters["rrep-forwarded"] += 1
         self.signalling.rrep(now, out, rev)

@@ -16,6 +16,7 @@ from ipaddress import IPv4Address
 
 from manetkit.daemon.engines.aodv.config import AodvConfig
 from manetkit.daemon.engines.aodv.discovery import RreqSeen
+from manetkit.daemon.engines.aodv.linkmetric import AodvLinkMetric
 from manetkit.daemon.engines.aodv.links import LinkView
 from manetkit.daemon.engines.aodv.routes import Routes
 from manetkit.daemon.engines.aodv.routetable import VALID, OwnSequence, seq_newer
@@ -36,6 +37,7 @@ class RequestHandler:
         signalling: Signalling,
         atra: AtraState | None,
         counters: Counter[str],
+        link_metric: AodvLinkMetric | None = None,
     ) -> None:
         self.address = address
         self.config = config
@@ -46,6 +48,7 @@ class RequestHandler:
         self.seq = seq
         self.signalling = signalling
         self.atra = atra
+        self.link_metric = link_metric  # the accumulated path metric (None: hop count)
         self.counters = counters
         self.net_traversal = config.net_traversal_time_ms / 1000
         self.node_traversal = config.node_traversal_time_ms / 1000
@@ -62,7 +65,14 @@ class RequestHandler:
         self.routes.touch_neighbour(now, sender)
         if m.orig == self.address:
             return
-        if not self.seen.first(now, (m.orig, m.rreq_id)):
+        lqm = self.link_metric
+        adv = lqm.advertised(m) if lqm is not None else None
+        duplicate = not self.seen.first(now, (m.orig, m.rreq_id))
+        if adv is not None:
+            cost = adv + self.routes.metric.link_cost(now, self.address, sender)
+            if lqm.copy(m.orig, m.rreq_id, cost, duplicate):  # type: ignore[union-attr]
+                duplicate = False  # a clearly cheaper copy: processed again (HWMP, LQSR)
+        if duplicate:
             self.counters["rreq-duplicate"] += 1
             return  # 6.5: already processed within PATH_DISCOVERY_TIME
         hops = m.hop_count + 1
@@ -71,7 +81,9 @@ class RequestHandler:
             return
         # 6.5: reverse route to the originator.
         min_life = 2 * self.net_traversal - 2 * hops * self.node_traversal
-        rev, _ = self.routes.update(now, m.orig, sender, hops, m.orig_seq, max(min_life, 0))
+        rev, _ = self.routes.update(
+            now, m.orig, sender, hops, m.orig_seq, max(min_life, 0), advertised=adv
+        )
         if rev.state is not VALID:
             # Our (invalid) entry holds a newer number than the RREQ: the originator
             # will ask again with a higher one; answering now could point backwards.
@@ -86,6 +98,8 @@ class RequestHandler:
             rrep = aodv.RREP(
                 0, self.address, self.seq.value, m.orig, self.config.my_route_timeout_ms
             )
+            if lqm is not None:
+                rrep.extensions = lqm.extensions([], 0.0, 0)
             self.counters["rrep-sent"] += 1
             self.signalling.rrep(now, rrep, rev)
             return
@@ -103,12 +117,16 @@ class RequestHandler:
             self.table.add_precursor(rev, fwd.next_hop)
             life = max(int((fwd.expires - now) * 1000), 0)
             rrep = aodv.RREP(fwd.hops, m.dest, fwd.seq, m.orig, life)
+            if lqm is not None:
+                rrep.extensions = lqm.extensions([], fwd.cost, fwd.hops)
             self.counters["rrep-sent-intermediate"] += 1
             self.signalling.rrep(now, rrep, rev)
             if m.gratuitous:
                 # 6.6.3: tell the destination the route to the originator.
                 glife = max(int((rev.expires - now) * 1000), 0)
                 g = aodv.RREP(rev.hops, m.orig, m.orig_seq, m.dest, glife)
+                if lqm is not None:
+                    g.extensions = lqm.extensions([], rev.cost, rev.hops)
                 self.counters["rrep-sent-gratuitous"] += 1
                 self.signalling.rrep(now, g, fwd)
             return
@@ -130,7 +148,9 @@ class RequestHandler:
             gratuitous=m.gratuitous,
             dest_only=m.dest_only,
             unknown_seq=unknown,
-            extensions=m.extensions,
+            extensions=m.extensions
+            if lqm is None or adv is None
+            else lqm.extensions(m.extensions, cost, hops),
         )
         self.counters["rreq-forwarded"] += 1
         self.signalling.broadcast(now, out, hdr.ttl - 1)

@@ -58,11 +58,15 @@ class Routes:
         hops: int,
         seq: int,
         lifetime: float,
+        advertised: float | None = None,
     ) -> tuple[Route, bool]:
         """Create or update the route to ``dst`` if the information is fresher (6.2, 6.7;
         the rule is :meth:`RouteTable.update`). Returns (entry, changed). The cost is
-        the advertised one (the hop count the message carries) plus the link's."""
-        cost = (hops - 1) + self.metric.link_cost(now, self.address, next_hop)
+        the advertised one (the message's path metric, else the hop count it carries)
+        plus the link's."""
+        if advertised is None:
+            advertised = hops - 1
+        cost = advertised + self.metric.link_cost(now, self.address, next_hop)
         got = self.table.update(now, dst, next_hop, hops, seq, lifetime, cost)
         if got is None:
             return self.table.get(dst.packed), False  # type: ignore[return-value]

@@ -6,6 +6,8 @@ evaluates RFP+PRE, SRP and all three separately (section IV-B).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -58,6 +60,43 @@ class AtraConfig(BaseModel):
     )
     max_speed_mps: float = Field(
         80.0, gt=0, description="relative speeds above this are fading, not motion"
+    )
+    predictor: Literal["fit", "trend"] = Field(
+        "fit",
+        description="fit: the paper's distance fit over window_s (median of three, t "
+        "test, confirm); trend: a Kalman level and slope of the signal, the trigger "
+        "combining the smoothed trend with measured loss (survives fading; atra/trend.py)",
+    )
+    trend_accel: float = Field(
+        2.0,
+        gt=0,
+        le=100,
+        description="trend: how fast the slope may change (Kalman process noise, dB^2/s^3)",
+    )
+    trend_noise_db: float = Field(
+        3.0, gt=0, le=30, description="trend: one sample's noise around the signal (dB)"
+    )
+    trend_z: float = Field(
+        1.0, ge=0, le=10, description="trend: the falling slope's standard deviations from 0"
+    )
+    trend_min_slope_db_per_s: float = Field(
+        0.5, ge=0, le=100, description="trend: slower falls are not motion worth predicting"
+    )
+    loss_trigger: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="trend: measured loss (data path, else beacons) that predicts a "
+        "break by itself near the edge",
+    )
+    loss_margin_db: float = Field(
+        4.0,
+        ge=0,
+        le=40,
+        description="trend: how far above rx_threshold_dbm loss alone may predict",
+    )
+    trend_confirm: int = Field(
+        1, ge=1, le=20, description="trend: consecutive samples the trigger must hold on"
     )
     srp_timeout_s: float = Field(
         10.0, gt=0, le=3600, description="a pinned flow with no data this long is forgotten"

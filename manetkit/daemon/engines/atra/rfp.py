@@ -21,42 +21,24 @@ the history is made robust explicitly: a causal median of three removes single f
 dips, the fitted speed must be ``min_t_stat`` standard errors above zero and below
 ``max_speed_mps``, and ``confirm`` consecutive samples must agree.
 
-Bookkeeping (issue 8): a prediction is a *hit* when the link really fails within twice
-the look-ahead, otherwise a *false alarm*; a failure with no open prediction is a
-*break not predicted*.
+Bookkeeping (:mod:`.scoring`): a prediction is a *hit* when the link really fails
+within twice the look-ahead, otherwise a *false alarm*; a failure with no open
+prediction is a *break not predicted*.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
 
 from manetkit.daemon.engines.atra.config import AtraConfig
+from manetkit.daemon.engines.atra.scoring import MAX_FAILED, Prediction, PredictionBook
+
+__all__ = ["MAX_FAILED", "Prediction", "RfpPredictor", "fit_line", "t_scale"]
 
 _LN10 = math.log(10.0)
-MAX_FAILED = 1024  # breaks remembered for scoring repeats (see _forget_old_failures)
-
-
-@dataclass(frozen=True, slots=True)
-class Prediction:
-    """The link to ``neighbour`` is expected to break ``eta_s`` after ``at``."""
-
-    neighbour: IPv4Address
-    at: float
-    signal_dbm: float
-    slope_db_per_s: float
-    eta_s: float
-    speed_mps: float
-    distance_m: float
-
-
-@dataclass(slots=True)
-class _Open:
-    prediction: Prediction
-    until: float
 
 
 def fit_line(ts: list[float], ys: list[float]) -> tuple[float, float, float]:
@@ -124,13 +106,11 @@ class RfpPredictor:
         self.cfg = config
         self._hist: dict[IPv4Address, deque[tuple[float, float]]] = {}
         self._streak: dict[IPv4Address, int] = {}
-        self._open: dict[IPv4Address, _Open] = {}
-        self._failed: dict[IPv4Address, float] = {}
-        self._repeat_s = 2 * config.lookahead_s + config.window_s
-        self.predictions = 0
-        self.hits = 0
-        self.false_alarms = 0
-        self.missed = 0
+        self.book = PredictionBook(config)
+
+    @property
+    def predictions(self) -> int:
+        return self.book.predictions
 
     # -- the propagation model (section IV-A: P = K / d^n)
     @property
@@ -177,7 +157,7 @@ class RfpPredictor:
         eta = (cfg.range_m - d_now) / speed
         if eta > cfg.lookahead_s:  # P > P_RFP(s), i.e. d < r - s*t: not yet
             return None
-        if streak < cfg.confirm or neighbour in self._open:
+        if streak < cfg.confirm or neighbour in self.book.open:
             return None
         slope = -10 * cfg.path_loss_exponent * speed / (_LN10 * max(d_now, 1e-3))
         pred = Prediction(
@@ -189,8 +169,7 @@ class RfpPredictor:
             speed_mps=round(speed, 2),
             distance_m=round(d_now, 1),
         )
-        self._open[neighbour] = _Open(pred, now + 2 * cfg.lookahead_s)
-        self.predictions += 1
+        self.book.add(pred)
         return pred
 
     def _estimate(
@@ -209,78 +188,27 @@ class RfpPredictor:
         return speed, a + speed * now, t_stat / t_scale(len(pts) - 2)
 
     def link_failed(self, now: float, neighbour: IPv4Address, in_use: bool = True) -> str:
-        """The link really broke (TxFailed / LinkDown): ``hit`` or ``missed``; ``repeat``
-        (not counted) for a link never heard or one that broke again just before;
-        ``idle`` (not counted) for an unpredicted break of a link no route used
-        (``in_use`` False): RFP only has to see the breaks of active routes coming
-        (section IV-A), so only those are breaks not predicted.
-
-        The break is dated when the neighbour was last heard (plus 0.2 x look-ahead), as
-        the hysteresis of link sensing reports a silent neighbour seconds later. A node
-        that stops using a predicted link also stops hearing it, so a wrong prediction
-        can still be scored a hit here; ``manetkit bench atra`` scores predictions
-        against the medium's ground truth instead."""
-        last = self._failed.get(neighbour)
-        tracked = neighbour in self._hist
-        # Link sensing reports a silent neighbour only after its hysteresis (e.g. 3 s
-        # without a frame): the link died when it was last heard, not now.
-        hist = self._hist.get(neighbour)
-        if hist:
-            now = min(now, hist[-1][0] + 2 * self.cfg.lookahead_s / 10)
-        self._hist.pop(neighbour, None)
+        """The link really broke (TxFailed / LinkDown): scored by the book
+        (:meth:`~.scoring.PredictionBook.link_failed`), the break dated when the
+        neighbour was last heard; its history is forgotten."""
+        hist = self._hist.pop(neighbour, None)
         self._streak.pop(neighbour, None)
-        op = self._open.pop(neighbour, None)
-        if op is None and (not tracked or (last is not None and now - last < self._repeat_s)):
-            return "repeat"  # the same break reported again (TxFailed, then LinkDown)
-        self._forget_old_failures(now)
-        if op is None and not in_use:
-            self._failed[neighbour] = now
-            return "idle"
-        self._failed[neighbour] = now
-        if op is not None and now <= op.until:
-            self.hits += 1
-            return "hit"
-        if op is not None:
-            self.false_alarms += 1
-        self.missed += 1
-        return "missed"
-
-    def _forget_old_failures(self, now: float) -> None:
-        """Bound ``_failed`` (one entry per neighbour that ever broke; spoofed stations
-        could grow it): beyond MAX_FAILED, entries older than the repeat window go;
-        they no longer change how a break is scored."""
-        if len(self._failed) < MAX_FAILED:
-            return
-        for nb in [nb for nb, t in self._failed.items() if now - t >= self._repeat_s]:
-            del self._failed[nb]
-        while len(self._failed) >= MAX_FAILED:  # all recent: the oldest goes
-            del self._failed[min(self._failed, key=self._failed.__getitem__)]
+        last = hist[-1][0] if hist else None
+        return self.book.link_failed(now, neighbour, hist is not None, last, in_use)
 
     def handle_timer(self, now: float) -> list[Prediction]:
-        """Predictions whose 2x look-ahead passed without a failure: false alarms."""
-        gone = [nb for nb, op in self._open.items() if op.until <= now]
-        out = []
-        for nb in gone:
-            out.append(self._open.pop(nb).prediction)
-            self.false_alarms += 1
-        return out
+        return self.book.handle_timer(now)
 
     def get_timer(self) -> float | None:
-        return min((op.until for op in self._open.values()), default=None)
+        return self.book.get_timer()
 
     # -- queries
     def predicted(self, neighbour: IPv4Address, now: float) -> bool:
         """True while a prediction for this link is open (Atra's RREQ suppression)."""
-        op = self._open.get(neighbour)
-        return op is not None and now <= op.until
+        return self.book.predicted(neighbour, now)
 
     def open_predictions(self) -> list[Prediction]:
-        return [op.prediction for op in self._open.values()]
+        return self.book.open_predictions()
 
     def counters(self) -> dict[str, Any]:
-        return {
-            "predictions": self.predictions,
-            "hits": self.hits,
-            "false_alarms": self.false_alarms,
-            "breaks_not_predicted": self.missed,
-        }
+        return self.book.counters()

@@ -15,6 +15,7 @@ from manetkit.daemon.engines.atra.config import AtraConfig
 from manetkit.daemon.engines.atra.pre import PreTable
 from manetkit.daemon.engines.atra.rfp import Prediction, RfpPredictor
 from manetkit.daemon.engines.atra.srp import SrpTable
+from manetkit.daemon.engines.atra.trend import LossOf, TrendPredictor
 
 Link = tuple[IPv4Address, IPv4Address]
 # Source-side Atra maps (destinations waiting for a way around, links avoided): each
@@ -26,11 +27,17 @@ MAX_WAITING = 256
 class AtraState:
     """RFP, PRE and SRP for one node, each used only if switched on."""
 
-    def __init__(self, config: AtraConfig, address: IPv4Address) -> None:
+    def __init__(
+        self, config: AtraConfig, address: IPv4Address, loss_of: LossOf | None = None
+    ) -> None:
         self.cfg = config
         self.address = address
         self.on = config.enabled
-        self.rfp = RfpPredictor(config)
+        # RFP's predictor: the paper's distance fit, or the smoothed trend with measured
+        # loss (``loss_of``: link quality's estimator, when it runs).
+        self.rfp: RfpPredictor | TrendPredictor = (
+            TrendPredictor(config, loss_of) if config.predictor == "trend" else RfpPredictor(config)
+        )
         # Who used which outgoing link: PRE's table, and RFP's "sources of the active
         # routes over the link" (section IV-A), so kept when either is on.
         self.track = config.rfp or config.pre

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from manetkit.daemon.engines.atra.config import AtraConfig
+from manetkit.daemon.engines.linkquality.config import LinkQualityConfig
 from manetkit.daemon.engines.shared.bus import BusSettings
 from manetkit.daemon.sendbuffer import SendBufferSettings
 from manetkit.daemon.wire import dsr
@@ -21,6 +22,11 @@ class DsrConfig(SendBufferSettings, BusSettings):
     atra: AtraConfig = Field(
         default_factory=AtraConfig,
         description="Atra RFP / PRE / SRP (docs/atra.md); the daemon's top-level atra:",
+    )
+    link_quality: LinkQualityConfig = Field(
+        default_factory=LinkQualityConfig,
+        description="admission, ETX metric, failure veto (docs/linkquality.md); the "
+        "daemon's top-level link_quality:",
     )
     discovery_hop_limit: int = Field(
         255, ge=1, le=255, description="IP TTL of propagating Route Requests (DiscoveryHopLimit)"

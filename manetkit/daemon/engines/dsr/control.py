@@ -26,6 +26,7 @@ from manetkit.daemon.engines.dsr.atra import DsrAtra
 from manetkit.daemon.engines.dsr.bus import DsrBus
 from manetkit.daemon.engines.dsr.discovery import Discovery
 from manetkit.daemon.engines.dsr.forwarding import Forwarder
+from manetkit.daemon.engines.dsr.linkmetric import DsrLinkMetric
 from manetkit.daemon.engines.dsr.links import LinkView
 from manetkit.daemon.engines.dsr.maintenance import Maintenance
 from manetkit.daemon.engines.dsr.requests import RequestHandler
@@ -52,10 +53,12 @@ class ControlPath:
         atra: DsrAtra | None,
         out: Outbox,
         counters: Counter[str],
+        link_metric: DsrLinkMetric | None = None,
         trust_data: bool = True,
     ) -> None:
         self.address = address
         self.trust_data = trust_data
+        self.link_metric = link_metric  # LQSR's link metrics (None: hop count)
         self.links = links
         self.routes = routes
         self.strategy = strategy
@@ -75,7 +78,8 @@ class ControlPath:
         ip, hdr = dsr.parse(packet)
         rreq = hdr.first(dsr.RouteRequest)
         if rreq is not None:
-            self.requests.received(now, ip, rreq.option, src_mac, rssi)  # type: ignore[arg-type]
+            opts = tuple(p.option for p in hdr.options) if self.link_metric is not None else ()
+            self.requests.received(now, ip, rreq.option, src_mac, rssi, opts)  # type: ignore[arg-type]
             return
         buf = bytearray(packet)
         keep: list[dsr.ParsedOption] = []
@@ -137,7 +141,8 @@ class ControlPath:
             # A one-hop control packet without a Source Route (other implementations).
             if trusted:
                 self.links.heard(now, ip.src, src_mac, rssi)
-                self.routes.learn(now, (self.address, ip.src))
+                if self.links.admits(now, ip.src, rssi):
+                    self.routes.learn(now, (self.address, ip.src))
             else:
                 self.counters["unsigned-not-learned"] += 1
             self.forwarder.deliver(bytes(buf), ip.ihl, ip.total_length, control=True)
@@ -159,6 +164,10 @@ class ControlPath:
                 self.maintenance.error_seen(now, opt, elfn)
             elif isinstance(opt, dsr.RouteReply):
                 self.counters["replies-seen"] += 1
+                if self.link_metric is not None:
+                    # LQSR: the reply's link costs, learnt before its route is chosen.
+                    opts = [q.option for q in hdr.options]
+                    self.link_metric.reply_seen(now, ip.dst, opt.addresses, opts)
                 to_me = ip.dst == self.address and bool(opt.addresses)
                 fresh = self.discovery.asked_at(opt.addresses[-1]) if to_me else -1.0
                 if to_me:

@@ -18,6 +18,8 @@ connection composes its recovery, streams and crypto:
 ``control``         control packets in: each option to its component
 ``bus``/``dsr_bus``  TCP-BuS (Kim, Toh & Choi IV), shared with AODV / on DSR's options
 ``atra``            Atra's RFP, PRE and SRP on DSR's messages (None when off)
+``lq``/``link_metric``  link quality (admission, ETX, the failure veto) and LQSR's link
+                    metrics on DSR's messages (None when off; docs/linkquality.md)
 ==================  ================================================================
 
 The engine itself feeds the inputs to them and reacts where concerns meet: a route
@@ -26,7 +28,9 @@ TCP-BuS pivot repaired), a discovery that gave up (route-down), a link event.
 
 The link admission policy (:mod:`manetkit.daemon.admission`) and the
 path metric (:mod:`manetkit.daemon.engines.shared.metric`) are plug-ins; their
-defaults (admit every link, hop count) are RFC 4728's behaviour.
+defaults (admit every link, hop count) are RFC 4728's behaviour. With
+``link_quality`` on, they are link quality's (:mod:`manetkit.daemon.engines.linkquality`)
+unless given.
 
 ``trust_data=False`` (the shell passes it when authentication is required,
 docs/security.md): a packet whose options are only a Source Route and padding is
@@ -65,6 +69,7 @@ from manetkit.daemon.engines.dsr.config import DsrConfig
 from manetkit.daemon.engines.dsr.control import ControlPath
 from manetkit.daemon.engines.dsr.discovery import Discovery
 from manetkit.daemon.engines.dsr.forwarding import Forwarder
+from manetkit.daemon.engines.dsr.linkmetric import DsrLinkMetric
 from manetkit.daemon.engines.dsr.links import LinkView
 from manetkit.daemon.engines.dsr.maintenance import Maintenance
 from manetkit.daemon.engines.dsr.requests import RequestHandler
@@ -75,6 +80,7 @@ from manetkit.daemon.engines.dsr.signalling import BROADCAST, Signalling
 from manetkit.daemon.engines.dsr.strategy import PathStrategy, SingleRoute
 from manetkit.daemon.engines.dsr.timers import Timer, Timers
 from manetkit.daemon.engines.dsr.trust import route_only
+from manetkit.daemon.engines.linkquality import LinkQuality
 from manetkit.daemon.engines.shared.addresses import AddressMemo
 from manetkit.daemon.engines.shared.bus import Bus
 from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
@@ -108,8 +114,8 @@ class DsrEngine(RoutingEngine):
         rng: random.Random | None = None,
         *,
         strategy: StrategyFactory | None = None,
-        admission: LinkAdmission = ADMIT_ALL,
-        metric: PathMetric = HOP_COUNT,
+        admission: LinkAdmission | None = None,
+        metric: PathMetric | None = None,
         trust_data: bool = True,
     ) -> None:
         super().__init__()
@@ -118,6 +124,18 @@ class DsrEngine(RoutingEngine):
         self.trust_data = trust_data
         self.config = cfg = config or DsrConfig()
         self.neighbours = neighbours if neighbours is not None else NeighbourTable()
+        # Link quality (docs/linkquality.md): only with a mechanism on.
+        lqc = cfg.link_quality
+        self.lq = (
+            LinkQuality(lqc, address, self.counters, self.neighbours.capacity)
+            if lqc.enabled
+            else None
+        )
+        self.wants_link_reports = self.lq is not None
+        if admission is None:
+            admission = self.lq.admission if self.lq and self.lq.admission else ADMIT_ALL
+        if metric is None:
+            metric = self.lq.metric if self.lq and self.lq.metric else HOP_COUNT
         # Injected for simulations; else seeded from the config (tests) or the OS.
         rng = rng if rng is not None else random.Random(cfg.seed)
         out, counters = self.out, self.counters
@@ -132,11 +150,19 @@ class DsrEngine(RoutingEngine):
         # bus off; holding and repair only with ``bus``.
         self.bus = Bus(cfg, out)
         # Atra (docs/atra.md): only with a mechanism on.
-        atra = AtraState(cfg.atra, address) if cfg.atra.enabled else None
+        # Atra's trend predictor reads the measured loss from link quality, when it runs.
+        loss_of = self.lq.estimates.recent_loss if self.lq is not None else None
+        atra = AtraState(cfg.atra, address, loss_of) if cfg.atra.enabled else None
         self.signalling = Signalling(
             address, cfg, self.cache, self.timers, self.bus.state, out, counters
         )
         self.table = RequestTable(cfg.request_table_size, cfg.request_table_ids, counters)
+        etx = self.lq.metric if self.lq is not None else None
+        self.link_metric = (
+            DsrLinkMetric(address, etx, lqc.metric, counters) if etx is not None else None
+        )
+        if self.link_metric is not None:
+            self.signalling.reply_options = self.link_metric.reply_options
         self.strategy: PathStrategy = (
             strategy(self)
             if strategy is not None
@@ -153,7 +179,7 @@ class DsrEngine(RoutingEngine):
         )  # fmt: skip
         self.requests = RequestHandler(
             address, cfg, self.links, self.routes, self.cache, self.table, self.strategy,
-            self.signalling, self.timers, counters, rng, atra,
+            self.signalling, self.timers, counters, rng, atra, self.link_metric,
         )  # fmt: skip
         shortening = Shortening(address, cfg, self.routes, self.signalling, addr, counters)
         self.forwarder = Forwarder(
@@ -189,7 +215,7 @@ class DsrEngine(RoutingEngine):
         self.control = ControlPath(
             address, self.links, self.routes, self.strategy, self.discovery, self.requests,
             self.maintenance, self.forwarder, self.bus, self.dsr_bus, self.atra, out, counters,
-            trust_data=trust_data,
+            self.link_metric, trust_data=trust_data,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ inputs
@@ -298,17 +324,33 @@ class DsrEngine(RoutingEngine):
 
     def link_event(self, now: float, event: LinkEvent) -> None:
         self._now = now
+        lq = self.lq
+        if lq is not None and lq.observe(now, event):
+            return
         if isinstance(event, LinkUp):
             self.links.link_up(event.neighbour)
-            # A neighbour is a one-hop route (RFC 4728 4.1: any usable route info).
-            self.routes.learn(now, (self.address, event.neighbour))
+            # A neighbour is a one-hop route (RFC 4728 4.1: any usable route info),
+            # if the admission policy lets the link build routes.
+            if self.links.admits(now, event.neighbour, event.signal_dbm):
+                self.routes.learn(now, (self.address, event.neighbour))
             self.discovery.restart(now)
         elif isinstance(event, LinkDown):
+            if lq is not None and lq.down_vetoed(now, event.neighbour, event.reason):
+                return
             self.maintenance.link_broken(now, event.neighbour, None, event.reason)
         elif isinstance(event, TxFailed):
+            if lq is not None and not lq.tx_failed(now, event.neighbour):
+                self._vetoed(event)
+                return
             self.maintenance.link_broken(now, event.neighbour, event.packet, "tx-failed")
         elif isinstance(event, SignalSample) and self.atra is not None:
             self.atra.signal(now, event.neighbour, event.signal_dbm)
+
+    def _vetoed(self, event: TxFailed) -> None:
+        """The veto keeps the link (docs/linkquality.md): the packet goes again."""
+        if event.packet is not None:
+            self.counters["veto-resent"] += 1
+            self.out.send(event.neighbour, event.packet)
 
     def rediscover(self, now: float, dst: IPv4Address) -> bool:
         """Ask for ``dst`` now instead of waiting out the request back-off
@@ -447,6 +489,7 @@ class DsrEngine(RoutingEngine):
             "bounds": self.bounds(),
             "bus": self.bus.state.status(),
             **({"atra": self.atra.status(now)} if self.atra is not None else {}),
+            **({"link_quality": self.lq.status(now)} if self.lq is not None else {}),
             **self.strategy.status(now),
         }
 

@@ -19,6 +19,7 @@ from ipaddress import IPv4Address
 from manetkit.daemon.engines.atra.state import AtraState
 from manetkit.daemon.engines.dsr.cache import RouteCache
 from manetkit.daemon.engines.dsr.config import DsrConfig
+from manetkit.daemon.engines.dsr.linkmetric import DsrLinkMetric
 from manetkit.daemon.engines.dsr.links import LinkView
 from manetkit.daemon.engines.dsr.requesttable import RequestTable
 from manetkit.daemon.engines.dsr.routes import Routes
@@ -44,6 +45,7 @@ class RequestHandler:
         counters: Counter[str],
         rng: random.Random,
         atra: AtraState | None,
+        link_metric: DsrLinkMetric | None = None,
     ) -> None:
         self.address = address
         self.config = config
@@ -57,6 +59,7 @@ class RequestHandler:
         self.counters = counters
         self.rng = rng
         self.atra = atra
+        self.link_metric = link_metric  # LQSR's link metrics (None: hop count)
         self.forward_limit = RateLimit(config.request_forward_ratelimit)
 
     def received(
@@ -66,8 +69,10 @@ class RequestHandler:
         rreq: dsr.RouteRequest,
         src_mac: bytes | None,
         rssi: float | None,
+        options: tuple[object, ...] = (),
     ) -> None:
-        """Process a received Route Request (RFC 4728 8.2.2)."""
+        """Process a received Route Request (RFC 4728 8.2.2); ``options``: the other
+        options of its DSR header (LQSR's link metrics)."""
         init = ip.src
         if init == self.address:
             self.counters["own-request-heard"] += 1
@@ -83,13 +88,19 @@ class RequestHandler:
         if self.atra is not None and self.atra.suppress_request(now, prev):
             return  # Atra: not over a link predicted to fail
         self.counters["requests-received"] += 1
+        lqm = self.link_metric
+        costs = lqm.request(now, init, addrs, options) if lqm is not None else None
         # The recorded route, reversed, leads back to the initiator.
         self.routes.learn(now, (self.address, *reversed(addrs), init))
         if rreq.target == self.address:
             self.strategy.answer_request(now, init, rreq.ident, addrs)
             return
         copy = self.table.has(init, rreq.ident)  # SMR forwards some later copies
-        if self.strategy.duplicate_request(now, init, rreq.ident, prev, len(addrs)):
+        duplicate = self.strategy.duplicate_request(now, init, rreq.ident, prev, len(addrs))
+        # LQSR: a later copy with a clearly better path is processed again.
+        if costs is not None and lqm.copy(init, rreq.ident, lqm.total(costs), duplicate):  # type: ignore[union-attr]
+            duplicate, copy = False, True
+        if duplicate:
             self.counters["request-duplicate"] += 1
             return
         if self.config.cache_replies and self._cached_reply(now, init, addrs, rreq.target):
@@ -105,9 +116,12 @@ class RequestHandler:
         if not copy and not self.forward_limit.take(now):
             self.counters["request-ratelimited"] += 1
             return
+        opts: list = [dsr.RouteRequest(rreq.ident, rreq.target, (*addrs, self.address))]
+        if lqm is not None and costs is not None:
+            opts.append(lqm.option(costs))
         fwd = dsr.encapsulate(
             dsr.IPFields(init, BROADCAST, ttl=ip.ttl - 1, tos=ip.tos, ident=ip.ident),
-            [dsr.RouteRequest(rreq.ident, rreq.target, (*addrs, self.address))],
+            opts,
             dsr.NO_NEXT_HEADER,
         )
         delay = self.rng.uniform(0, self.config.broadcast_jitter_ms / 1000)

@@ -61,6 +61,8 @@ class Shortening:
         if last is not None and now - last < self.config.grat_reply_holdoff_s:
             self.counters["grat-reply-holdoff"] += 1
             return
+        if not self._worth_it(now, transmitter, [self.addr(a) for a in full[idx : j + 1]]):
+            return
         if len(self.sent) > MAX_HOLDOFFS:
             self.sent.clear()
             self.counters["memo-cleared"] += 1
@@ -71,3 +73,17 @@ class Shortening:
         me_at = idx + 1
         back = tuple(reversed(short[1:me_at]))
         self.signalling.reply(now, src, tuple(short[1:]), back)
+
+    def _worth_it(self, now: float, transmitter: IPv4Address, skipped: list[IPv4Address]) -> bool:
+        """The shortcut transmitter -> this node may build routes (the admission
+        policy: an overheard frame may have come over a gray link) and costs less
+        than the links it skips (the path metric; with hop count it always does)."""
+        links = self.routes.links
+        if not links.admits(now, transmitter, None):
+            return False
+        metric = self.routes.cache.metric
+        me = skipped[-1]
+        if metric.link_cost(now, transmitter, me) >= metric.path_cost(now, skipped):
+            self.counters["grat-reply-not-shorter"] += 1
+            return False
+        return True

@@ -9,6 +9,7 @@ so that a medium with 802.11e access categories serves them before data.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from ipaddress import IPv4Address
 
 from manetkit.daemon.engines.base import Outbox
@@ -43,6 +44,11 @@ class Signalling:
         self.out = out
         self.counters = counters
         self.rerr_limit = RateLimit(config.rerr_ratelimit)
+        # Options a Route Reply carries besides the route (LQSR's link metrics), given
+        # (now, the reply's destination, its route); None: none.
+        self.reply_options: Callable[[float, IPv4Address, tuple[IPv4Address, ...]], list] | None = (
+            None
+        )
 
     def request(self, ident: int, target: IPv4Address, ttl: int) -> None:
         """A Route Request for ``target`` to every neighbour (8.2.1; ttl 1: ring 0)."""
@@ -64,9 +70,10 @@ class Signalling:
     ) -> None:
         """A Route Reply carrying ``route`` to ``to`` via intermediate hops ``back``
         (RFC 4728 8.2.4, 8.2.3, 8.4.4), after ``delay`` seconds if given."""
+        extra = self.reply_options(now, to, route) if self.reply_options is not None else []
         pkt = dsr.encapsulate(
             dsr.IPFields(self.address, to, ttl=self.config.discovery_hop_limit, tos=CS6),
-            [dsr.RouteReply(route), dsr.SourceRoute(back, len(back))],
+            [dsr.RouteReply(route), *extra, dsr.SourceRoute(back, len(back))],
             dsr.NO_NEXT_HEADER,
         )
         self.counters["replies-sent"] += 1

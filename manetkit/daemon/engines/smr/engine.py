@@ -8,9 +8,9 @@ from __future__ import annotations
 import random
 from ipaddress import IPv4Address
 
-from manetkit.daemon.admission import ADMIT_ALL, LinkAdmission
+from manetkit.daemon.admission import LinkAdmission
 from manetkit.daemon.engines.dsr.engine import DsrEngine
-from manetkit.daemon.engines.shared.metric import HOP_COUNT, PathMetric
+from manetkit.daemon.engines.shared.metric import PathMetric
 from manetkit.daemon.engines.smr.config import SmrConfig
 from manetkit.daemon.engines.smr.strategy import SmrStrategy
 from manetkit.daemon.neighbours import NeighbourTable
@@ -30,8 +30,8 @@ class SmrEngine(DsrEngine):
         neighbours: NeighbourTable | None = None,
         rng: random.Random | None = None,
         *,
-        admission: LinkAdmission = ADMIT_ALL,
-        metric: PathMetric = HOP_COUNT,
+        admission: LinkAdmission | None = None,
+        metric: PathMetric | None = None,
         trust_data: bool = True,
     ) -> None:
         cfg = config or SmrConfig()

@@ -13,11 +13,15 @@ Criteria (Lim/Xu/Gerla V-B): *shortest-hop* = fewest hops; *shortest-delay* = th
 that reached the destination first; *maximally disjoint* = fewest intermediate nodes
 shared with the path(s) already chosen, ties by fewer hops (scheme 2's rule), then by
 arrival order. Paths are tuples of node addresses, source first, destination last.
+
+With a link-quality path metric (docs/linkquality.md) a ``cost`` function takes the
+place of the hop count in every criterion: the backup is the cheapest path, not the
+shortest (``None``: hop count, Lim/Xu/Gerla's rules exactly).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
@@ -48,8 +52,15 @@ def hops(path: Sequence[N]) -> int:
     return len(path) - 1
 
 
+Cost = Callable[[Sequence[N]], float]
+
+
 def select_replies(
-    mode: Mode, first: Sequence[N], later: Sequence[Sequence[N]], count: int
+    mode: Mode,
+    first: Sequence[N],
+    later: Sequence[Sequence[N]],
+    count: int,
+    cost: Cost | None = None,
 ) -> list[tuple[N, ...]]:
     """The paths the destination replies along after its wait, best first.
 
@@ -61,7 +72,10 @@ def select_replies(
       nodes with every path chosen so far, ties by hops then arrival (V-B.2; SMR's
       maximally disjoint rule, section III-A). Disjointness counts nodes, not links:
       two paths through one node fail together when that node moves away.
+
+    ``cost`` (the path metric) replaces the hop count in both rules.
     """
+    size = cost if cost is not None else hops
     done = {tuple(first)}
     pool: list[tuple[int, tuple[N, ...]]] = []
     for i, p in enumerate(later):
@@ -72,12 +86,12 @@ def select_replies(
     if count <= 0 or not pool:
         return []
     if mode is Mode.BACKUP1:
-        pool.sort(key=lambda c: (hops(c[1]), c[0]))
+        pool.sort(key=lambda c: (size(c[1]), c[0]))
         return [p for _, p in pool[:count]]
     chosen: list[tuple[N, ...]] = []
     used = intermediates(first)
     while pool and len(chosen) < count:
-        best = min(pool, key=lambda c: (len(intermediates(c[1]) & used), hops(c[1]), c[0]))
+        best = min(pool, key=lambda c: (len(intermediates(c[1]) & used), size(c[1]), c[0]))
         pool.remove(best)
         chosen.append(best[1])
         used |= intermediates(best[1])
@@ -124,8 +138,11 @@ class PathSet(Generic[N]):
     def paths(self) -> list[tuple[N, ...]]:
         return [e.path for e in self.entries]
 
-    def offer(self, now: float, path: Sequence[N]) -> tuple[bool, Switch[N] | None]:
-        """A Route Reply brought ``path``: (it was added, the switch it caused)."""
+    def offer(
+        self, now: float, path: Sequence[N], cost: Cost | None = None
+    ) -> tuple[bool, Switch[N] | None]:
+        """A Route Reply brought ``path``: (it was added, the switch it caused).
+        ``cost``: the path metric (``backup1`` then makes a cheaper reply the primary)."""
         p = tuple(path)
         for e in self.entries:
             if e.path == p:
@@ -141,19 +158,29 @@ class PathSet(Generic[N]):
             del self.entries[oldest]
         self.entries.append(Entry(p, now))
         old = self.entries[0].path
-        if self.mode is Mode.BACKUP1 and hops(p) < hops(old):
-            self.entries.insert(0, self.entries.pop())
-            return True, Switch(old, p, "shorter-reply")
+        if self.mode is Mode.BACKUP1:
+            if cost is None and hops(p) < hops(old):
+                self.entries.insert(0, self.entries.pop())
+                return True, Switch(old, p, "shorter-reply")
+            if cost is not None and cost(p) < cost(old):
+                self.entries.insert(0, self.entries.pop())
+                return True, Switch(old, p, "cheaper-reply")
         return True, None
 
-    def cut(self, a: N, b: N) -> tuple[list[tuple[N, ...]], Switch[N] | None]:
+    def cut(
+        self, a: N, b: N, cost: Cost | None = None
+    ) -> tuple[list[tuple[N, ...]], Switch[N] | None]:
         """Drop every path using link a-b (either direction): (dropped, the switch to
-        the next path if the primary was among them; its ``new`` is the new primary)."""
+        the next path if the primary was among them; its ``new`` is the new primary:
+        the first backup, or with ``cost`` the cheapest)."""
         old = self.primary
         gone = [e.path for e in self.entries if uses_link(e.path, a, b)]
         if not gone:
             return [], None
         self.entries = [e for e in self.entries if not uses_link(e.path, a, b)]
+        if old in gone and self.entries and cost is not None and self.mode is not Mode.CONCURRENT:
+            best = min(range(len(self.entries)), key=lambda i: cost(self.entries[i].path))
+            self.entries.insert(0, self.entries.pop(best))
         if old in gone and self.entries:
             return gone, Switch(old, self.entries[0].path, "")
         return gone, None

@@ -20,6 +20,9 @@ rules differ from RFC 4728's:
   (``any-broken``, III-A's first scheme).
 - A failure prediction (Atra) moves the primaries through that link to a backup before
   the link breaks (:meth:`SmrStrategy.predicted_failure`).
+- With a link-quality path metric (docs/linkquality.md) the backup is chosen by path
+  cost, not hops: at the destination, at the source (``backup1``'s cheaper reply
+  becomes the primary) and after a break (the cheapest backup takes over).
 
 Destinations the source never asked for (neighbours learnt by link sensing, routes
 learnt from forwarded packets) keep DSR's cache lookup; so does a destination whose
@@ -42,8 +45,9 @@ from manetkit.daemon.engines.dsr.links import LinkView
 from manetkit.daemon.engines.dsr.requesttable import RequestTable
 from manetkit.daemon.engines.dsr.routes import route_up
 from manetkit.daemon.engines.dsr.signalling import Signalling
+from manetkit.daemon.engines.shared.metric import HopCount
 from manetkit.daemon.engines.smr.config import SmrConfig
-from manetkit.daemon.engines.smr.pathselect import Mode, PathSet, Switch, select_replies
+from manetkit.daemon.engines.smr.pathselect import Cost, Mode, PathSet, Switch, select_replies
 
 REMEMBERED = 256  # request copies / answered requests remembered (bounded state)
 MAX_COPY_FORWARDS = 8  # copies of one request forwarded (distinct previous hops)
@@ -96,6 +100,13 @@ class SmrStrategy:
         self.answered: OrderedDict[tuple[IPv4Address, int], None] = OrderedDict()
         self._timers: list[tuple[float, int, tuple[IPv4Address, int]]] = []
         self._seq = 0
+        # The path metric when it is not hop count (SMR's rules then use it for hops).
+        self._metric = None if isinstance(cache.metric, HopCount) else cache.metric
+
+    def _cost(self, now: float) -> Cost[IPv4Address] | None:
+        """Path cost by the metric at ``now``; None with hop count (SMR's own rules)."""
+        m = self._metric
+        return None if m is None else (lambda p: m.path_cost(now, p))
 
     # ------------------------------------------------------------ intermediate nodes
     def duplicate_request(
@@ -168,7 +179,10 @@ class SmrStrategy:
         if c is None:
             return
         init = key[0]
-        for p in select_replies(self.smr.mode, c.first, c.later, self.smr.paths - 1):
+        chosen = select_replies(
+            self.smr.mode, c.first, c.later, self.smr.paths - 1, self._cost(now)
+        )
+        for p in chosen:
             self.signalling.reply(now, init, p[1:], tuple(reversed(p[1:-1])))
             self.counters["smr-extra-replies"] += 1
 
@@ -198,7 +212,7 @@ class SmrStrategy:
         ps = self.sets.get(dst)
         if ps is None:
             ps = self.sets[dst] = PathSet(self.smr.mode, self.smr.paths)
-        added, sw = ps.offer(now, route)
+        added, sw = ps.offer(now, route, self._cost(now))
         if added:
             self.forget_routes()
             self.counters["smr-paths-added"] += 1
@@ -235,7 +249,7 @@ class SmrStrategy:
         (V: "switch from current path to another alternative path rapidly")."""
         self._expire_paths(now)  # never switch to an alternate that has gone stale
         for dst, ps in list(self.sets.items()):
-            gone, sw = ps.cut(a, b)
+            gone, sw = ps.cut(a, b, self._cost(now))
             if not gone:
                 continue
             self.forget_routes()

@@ -1,0 +1,68 @@
+"""Link quality in a real lab: the gray-shortcut chain
+(configs/scenarios/chain-gray-shortcut-5.yaml: 5 nodes 90 m apart on the outdoor 802.11b
+profile at 11 Mbit/s; the nodes two apart, 180 m, in the gray zone).
+
+Real DSR daemons with the lab backend (per-frame RSSI, station counters). With link
+quality off, the routes discovery builds take the 180 m shortcuts (their 1 Mbit/s
+route requests get through); with ``link_quality.admission.signal`` on, no node caches
+a path over a link longer than 90 m, n1's route to n5 is n1-n2-n3-n4-n5, and the gray
+requests are counted as refused (docs/linkquality.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.lab import SCENARIOS, manetkit, nsexec, status, wait_for, wait_ping
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+SCEN = SCENARIOS / "chain-gray-shortcut-5.yaml"
+N5 = "10.42.0.5"
+NODES = ("n1", "n2", "n3", "n4", "n5")
+
+
+def hops(path: list[str]) -> list[tuple[int, int]]:
+    n = [int(a.rsplit(".", 1)[1]) for a in path]
+    return list(zip(n, n[1:], strict=False))
+
+
+def shortcuts(lab: str) -> set[tuple[int, int]]:
+    """Links longer than one chain step in any node's cached paths."""
+    out = set()
+    for node in NODES:
+        for p in status(lab, node)["engine"]["paths"]:
+            out |= {h for h in hops(p["path"]) if abs(h[0] - h[1]) > 1}
+    return out
+
+
+def heard_everyone(lab: str) -> bool:
+    """n1 has signal samples of its 90 m and 180 m neighbours (admission can judge)."""
+    nbs = {n["address"]: n for n in status(lab, "n1")["neighbours"]}
+    return all(nbs.get(a, {}).get("signal_dbm") is not None for a in ("10.42.0.2", "10.42.0.3"))
+
+
+@pytest.mark.parametrize("admission", [False, True], ids=["off", "admission"])
+def test_admission_keeps_routes_off_the_gray_shortcuts(lab_factory, admission) -> None:
+    extra = ["--set", "dsr.link_quality.admission.signal=true"] if admission else []
+    lab = lab_factory(SCEN, "--stack", "dsr", *extra, prefix="lq")
+    try:
+        wait_for(lambda: heard_everyone(lab), 20, "n1 hearing n2 and n3")
+        wait_ping(lab, "n1", N5, timeout=30)
+        nsexec(lab, "n1", "ping", "-c", "10", "-i", "0.2", "-W", "1", N5, check=False)
+        cut = shortcuts(lab)
+        refused = sum(
+            status(lab, n)["engine"]["counters"].get("link-not-admitted", 0) for n in NODES
+        )
+        if not admission:
+            assert cut, "no route over a 180 m link: the gray zone did not show"
+            assert refused == 0
+            return
+        assert cut == set()
+        assert refused > 0
+        to5 = [hops(p["path"]) for p in status(lab, "n1")["engine"]["paths"] if N5 in p["path"]]
+        assert to5 in ([], [[(1, 2), (2, 3), (3, 4), (4, 5)]])  # none left, or the 90 m one
+        lq = status(lab, "n1")["engine"]["link_quality"]
+        admitted = {r["neighbour"]: r["admitted"] for r in lq["links"]}
+        assert admitted["10.42.0.2"] is True and admitted["10.42.0.3"] is False
+    finally:
+        manetkit("lab", "down", "--name", lab, check=False)
