@@ -1,5 +1,5 @@
-"""The shared pieces the benchmarks stop processes and configure labs with (issue 13:
-one terminate-then-kill, one env-config writer, one goodput reader)."""
+"""The shared pieces the benchmarks stop processes and configure labs with (one
+terminate-then-kill, one env-config writer, one goodput reader)."""
 
 from __future__ import annotations
 

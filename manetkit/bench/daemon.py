@@ -7,7 +7,7 @@ VmRSS at the end.
   idle        nothing but beacons for ``--seconds``
   forwarding  iperf3 UDP A -> C at 2 Mbit/s through B (1470-byte datagrams, the
               papers' 802.11 rate) for ``--seconds``
-Goals (issue 3): idle < 1 % CPU and < 60 MB RSS.
+Goals (the routing daemon's targets): idle < 1 % CPU and < 60 MB RSS.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Three namespaces A, B, C on one bridge (``VethMesh``), offloads off on every vet
                      each): the goal is judged on the packets/s a forwarder with a
                      core of its own reaches, cpu_off / (cpu_off + added).
 
-Goals (issue 3): >= 40,000 packets/s per hop and >= 300 Mbit/s TCP through one
+Goals (the routing daemon's targets): >= 40,000 packets/s per hop and >= 300 Mbit/s TCP through one
 forwarding node; with authentication on, >= 85 % of the packets/s without. The kernel
 numbers are the reference measured in the same run.
 """

@@ -14,7 +14,7 @@ Two slopes (least squares over h) are reported:
   daemon overhead   slope of first(h) - 2 * rtt(h): discovery minus the lab's own
                     traversal (request out + reply back is one round trip, the data
                     another), i.e. what the daemons add per hop for handling control
-                    packets. Goal (issue 3): < 2 ms per hop.
+                    packets. Goal: < 2 ms per hop.
 Rebroadcast jitter (DSR's BroadcastJitter, 10 ms by default; AODV's own) is a
 protocol delay, not daemon overhead: it is measured with the configured jitter
 (``--jitter-ms``, default 0) and the JSON says which. Likewise the ring searches'

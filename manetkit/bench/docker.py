@@ -1,4 +1,4 @@
-"""``manetkit bench docker``: the image and a compose lab against the netns lab (issue 11).
+"""``manetkit bench docker``: the image and a compose lab against the netns lab.
 
 Measures, in one run and one after the other (never both labs at once on two cores):
 

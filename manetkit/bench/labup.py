@@ -1,6 +1,6 @@
 """``manetkit bench labup``: how long ``lab up`` and ``lab down`` take for a scenario.
 
-The lab issue asks that a 30-node random-waypoint lab (``rwp-30.yaml``) comes up in
+The lab's goal is that a 30-node random-waypoint lab (``rwp-30.yaml``) comes up in
 under 30 s and goes down leaving nothing; this measures it (wall-clock, as the user
 waits) and checks that nothing of the lab is left afterwards.
 """

@@ -3,7 +3,7 @@
 Filled by the engines (which know, from the protocol, which address sent a frame) and
 by link sensing; read by the shell to address frames. Pure data, no I/O.
 
-Bounded (issue 12, docs/security.md "Bounded state"): at most ``capacity`` entries
+Bounded (docs/security.md "Bounded state"): at most ``capacity`` entries
 (``max_neighbours`` in the daemon config). A new address beyond that evicts the entry
 heard least recently (counted in ``evicted``), so frames with forged source addresses
 cannot grow the table; every real neighbour is heard again within a hello interval.

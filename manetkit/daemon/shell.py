@@ -350,7 +350,7 @@ class Daemon:
             self._tun_lost(exc)
         self._transmit()
 
-    # -- faults: an interface deleted under the daemon (issue 12) ------------------------
+    # -- faults: an interface deleted under the daemon (docs/daemon.md) -----------------
     def _tun_lost(self, exc: OSError) -> None:
         """The TUN was deleted: its fd polls EPOLLERR and reads EBADFD for ever. Say so
         once, stop reading it, and create it again (address, MTU, route)."""

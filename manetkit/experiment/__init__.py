@@ -1,5 +1,5 @@
 """``manetkit experiment``: a matrix of lab runs (scenario x stack x proxy x speed x seed x
-traffic), one after another, with one JSON per run and a generated report (issue 10).
+traffic), one after another, with one JSON per run and a generated report.
 
 * :mod:`.spec` the YAML spec (refused with field + reason) and the runs it expands to;
 * :mod:`.runner` runs the matrix, resumable, never two labs at once;

@@ -40,8 +40,8 @@ from manetkit.lab.scenario import (
 )
 from manetkit.proxy.config import ProxyConfig
 
-# Stacks an experiment may name. babeld and batmand are the peers of issue 10 (real
-# daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
+# Stacks an experiment may name. babeld and batmand are the peers manetkit is compared
+# with (real daemons on radio0); a matrix refuses a stack the lab does not build yet when it starts.
 MANETKIT_STACKS = ("dsr", "aodv", "smr")
 PEER_SETTINGS: dict[str, type[BaseModel]] = {"babeld": BabeldSettings, "batmand": BatmandSettings}
 # Peer stack variants: a peer with one of its other profiles (``babeld-mobile`` = the
@@ -56,7 +56,7 @@ STACK_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
 }
 STACKS = (*MANETKIT_STACKS, *PEER_STACKS, *STACK_VARIANTS, "none")
 PROXIES = ("none", "plain", "fixed-rto", "elfn", "bus")
-# ELFN and BuS need the routing daemon's route events: the peers have none (issue 10).
+# ELFN and BuS need the routing daemon's route events: the peers have none.
 EVENT_PROXIES = ("elfn", "bus")
 # ELFN probe variants: ``elfn-probe0.5`` is the lab's ``proxy: elfn`` with the proxy
 # config ``{probe: fixed, probe_interval: 0.5}`` (Holland & Vaidya's Fig. 12 sweep); the

@@ -318,7 +318,7 @@ class Guest:
             "link_sensing:\n  backend: nl80211\n  poll_s: 0.5\n"
             f"event_socket: {self.socket(node, protocol)}\nlog_level: info\n"
             # Atra RFP with the log-distance model for real Wi-Fi (docs/atra.md); the
-            # rfp-walk step expects a prediction (issue 8). Under TCG the 0.5 s polls
+            # rfp-walk step expects a prediction. Under TCG the 0.5 s polls
             # come late: a longer fit window and two confirming samples.
             f"atra:\n  rfp: true\n  rx_threshold_dbm: {RFP_EDGE_DBM}\n"
             f"  range_m: {RFP_RANGE_M}\n  path_loss_exponent: {RFP_EXPONENT}\n"
@@ -456,12 +456,12 @@ class Guest:
         return out
 
     def rfp_walk(self, protocols: list[str]) -> dict:
-        """Atra RFP over nl80211 (issue 8): radio 1 walks away from radio 2 at a steady
-        speed, its signal (debugfs ``rx_rssi``) following the log-distance model the
-        daemons are configured with; node 2's daemons predict the link's failure before
-        radio 1 reaches the range edge (their ``atra.predictions`` counter). hwsim still
-        delivers the frames, so the prediction ends as a false alarm; the signal is put
-        back afterwards."""
+        """Atra's route failure prediction (RFP) over nl80211: radio 1 walks away from radio
+        2 at a steady speed, its signal (debugfs ``rx_rssi``) following the log-distance
+        model the daemons are configured with; node 2's daemons predict the link's
+        failure before radio 1 reaches the range edge (their ``atra.predictions``
+        counter). hwsim still delivers the frames, so the prediction ends as a false
+        alarm; the signal is put back afterwards."""
         start = self.rx_rssi()
 
         def predictions(p: str) -> int:

@@ -1,7 +1,7 @@
 """The mac80211_hwsim IBSS rig: a stock Debian kernel under qemu, driven from the host.
 
 This machine's kernel has no mac80211_hwsim; a Debian kernel booted under qemu has. The
-rig (facts established in issue 5):
+rig (facts established while building it, docs/field.md):
 
 - fetches the kernel package ``linux-image-amd64`` depends on with ``apt-get download``
   into a cache directory and unpacks it with ``dpkg -x`` (``depmod -b``: the package

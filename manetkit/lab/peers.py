@@ -1,6 +1,6 @@
 """Peer routing daemons as lab stacks: ``stack: babeld`` and ``stack: batmand``.
 
-The point of these stacks is comparison (issue 10): the same medium, the same movement
+The point of these stacks is comparison (docs/experiments.md): the same medium, the same movement
 and the same applications, with the routing that users already run instead of
 manetkit's. In every node the real daemon (Debian's ``babeld`` 1.12, ``batmand`` 0.3.2)
 runs on ``radio0`` itself, and the node's address 10.42.0.I is put on ``radio0`` (there is

@@ -1,4 +1,4 @@
-"""Every received frame's RSSI reaches Atra's RFP (issue 8), with a fake clock.
+"""Every received frame's RSSI reaches Atra's route failure prediction (RFP), with a fake clock.
 
 The chain the daemon runs in a lab, without sockets: the lab radio's station table
 (``manetkit.lab.stations``) accounts each frame's power, the ``lab`` link-sensing backend

@@ -128,7 +128,7 @@ def test_protocol_sections_errors_name_the_nested_field():
     assert "dsr.bogus: Extra inputs are not permitted" in text
 
 
-# --- typed protocol sections (issue 13): refused at load, with field and reason ---------
+# --- typed protocol sections: refused at load, with field and reason --------------------
 
 _SECTION_REFUSALS = [
     ("aodv", {"hello_interval": 1}, "aodv.hello_interval", "Extra inputs are not permitted"),

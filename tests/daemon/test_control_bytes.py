@@ -1,4 +1,4 @@
-"""Control bytes on the air (issue 10: control overhead in bytes for the manetkit stacks,
+"""Control bytes on the air (control overhead in bytes for the manetkit stacks,
 as the peers' nftables counters give it): the wire tells control frames from data, the
 shell counts what it sends. No kernel: a fake data plane records sends."""
 

@@ -1,4 +1,4 @@
-"""Route discovery latency counters (issue 10), on a fake clock: ``discoveries-completed``
+"""Route discovery latency counters, on a fake clock: ``discoveries-completed``
 and ``discovery-latency-ms`` (sum, from the first request to the route-up) in DSR
 (RFC 4728 8.2.1) and AODV (RFC 3561 6.3). The experiment runner divides their
 differences over a run's window (``manetkit.experiment.metrics.discovery_latency``)."""

@@ -159,7 +159,7 @@ def test_discover_unknown_without_an_engine(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as other users")
 def test_socket_is_0660_and_discover_needs_root_or_the_group():
-    """Issue 12 "local control": 0660 root-owned socket, group configurable, SO_PEERCRED."""
+    """Local control: 0660 root-owned socket, group configurable, SO_PEERCRED."""
     asked = []
 
     def discover(dst):

@@ -89,7 +89,7 @@ def test_static_aodv_and_dsr_over_hwsim_ibss(rig_tmp):
             signal_step["rx_rssi_change_db"], abs=2
         )
     # Atra RFP from nl80211 signals: radio 1 walking away is predicted to fail at
-    # node 2 before it reaches the range edge (issue 8)
+    # node 2 before it reaches the range edge
     walk = steps["rfp-walk"]["detail"]
     for protocol in ("aodv", "dsr"):
         assert walk["predicted_at_m"][protocol] < walk["range_m"]

@@ -1,4 +1,4 @@
-"""Fault injection in a running lab, for tests/lab/test_faults_netns.py (issue 12).
+"""Fault injection in a running lab, for tests/lab/test_faults_netns.py.
 
 A verified transfer (:class:`Transfer`: paced sender in one node, SHA-256 of what the
 receiver got in another) and the faults: SIGKILL and restart of a lab process (daemon,

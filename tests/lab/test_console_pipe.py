@@ -1,4 +1,4 @@
-"""Tables printed into a pipe are not folded (issue 10: ``lab stations n2 | grep`` missed
+"""Tables printed into a pipe are not folded (``lab stations n2 | grep`` used to miss
 the MAC because rich cut it to "02:6…" at 80 columns)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Faults during a transfer (issue 12): real daemons, real proxies, real TCP, one lab.
+"""Faults during a transfer (docs/daemon.md): real daemons, real proxies, real TCP, one lab.
 
 chain-4 (n1 - n2 - n3 - n4, DSR or AODV, split-TCP proxies in elfn mode, 11 Mb/s). For each
 fault, a paced transfer n1 -> n4 (SHA-256 of what n4's application received against

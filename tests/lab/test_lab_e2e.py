@@ -126,7 +126,7 @@ def test_chain_range_broadcast_and_walk_away(lab_factory):
     iw = manetkit("lab", "stations", "n2", "--name", lab, "--iw").stdout
     assert f"Station {mac(1)} (on radio0)" in iw and f"Station {mac(3)} (on radio0)" in iw
     assert "\tsignal:  \t" in iw
-    # Into a pipe (capture_output), the table keeps whole MACs and numbers (issue 10):
+    # Into a pipe (capture_output), the table keeps whole MACs and numbers:
     # ``lab stations n2 | grep 02:6d:6b:00:00:01`` must find the station.
     table = manetkit("lab", "stations", "n2", "--name", lab).stdout
     assert mac(1) in table and mac(3) in table and "…" not in table

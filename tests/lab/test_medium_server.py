@@ -194,7 +194,7 @@ def test_control_without_medium(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as other users")
 def test_move_and_link_need_root_or_the_control_group():
-    """Issue 12 "local control": the control socket is 0660 (group --control-group) and
+    """Local control (docs/architecture.md): the control socket is 0660 (group --control-group) and
     the commands that change the world are refused to other users, with a clear error."""
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o755)

@@ -1,4 +1,4 @@
-"""The routing daemons on the lab medium: chain-5, n1 -> n5 over 4 hops (issue 3 "Must show")."""
+"""The routing daemons on the lab medium: chain-5, n1 -> n5 over 4 hops."""
 
 from __future__ import annotations
 

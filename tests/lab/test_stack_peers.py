@@ -1,4 +1,4 @@
-"""The peer daemons as lab stacks (issue 10): real babeld and batmand on radio0.
+"""The peer daemons as lab stacks: real babeld and batmand on radio0.
 
 Unit part: settings refused by field and reason, what each node's daemon is told.
 Netns part (real daemons, real medium): n1 reaches the chain's last node over >= 2 hops

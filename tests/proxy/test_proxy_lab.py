@@ -1,4 +1,4 @@
-"""The proxies in the lab: real medium, real DSR daemons, one proxy per node (issue 4).
+"""The proxies in the lab: real medium, real DSR daemons, one proxy per node.
 
 chain-4 at 11 Mbit/s: n1 -- n2 -- n3 -- n4, curl in n1 fetches a file over HTTP from
 n4 (3 hops) through the proxies while the middle link n2-n3 is down for 5 s. The

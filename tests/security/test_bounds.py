@@ -1,4 +1,4 @@
-"""Bounded state (issue 12, docs/security.md "Bounded state"), sans-I/O on a fake clock.
+"""Bounded state (docs/security.md "Bounded state"), sans-I/O on a fake clock.
 
 Every table a frame from the air can grow is overfilled here: the test asserts the
 bound, which entry the eviction rule picks and the counter. Forged-source floods (made-up

@@ -18,11 +18,12 @@ The transmit counters' differences between two polls (``tx_packets``, ``tx_retri
 The signal reported for a heard station is the mean power (dBm) of every frame the radio
 heard from it since the previous poll: the radio sums each frame's RSSI per station
 (``rx_signal_frames``, ``rx_signal_sum_dbm``; overheard unicasts included) and the
-backend takes the differences. So every received frame's RSSI reaches Atra's RFP
-(issue 8), as one sample per neighbour per poll: the predictor's history keeps its
-time scale, and averaging the frames of an interval damps per-frame fading instead of
-taking whichever frame came last. A radio without those fields (or one that restarted,
-its counters begun again) gives the last frame's ``signal_dbm``, else ``signal_avg_dbm``.
+backend takes the differences. So every received frame's RSSI reaches Atra's route
+failure prediction (RFP, docs/atra.md), as one sample per neighbour per poll: the
+predictor's history keeps its time scale, and averaging the frames of an interval damps
+per-frame fading instead of taking whichever frame came last. A radio without those
+fields (or one that restarted, its counters begun again) gives the last frame's
+``signal_dbm``, else ``signal_avg_dbm``.
 """
 
 from __future__ import annotations
