@@ -1,4 +1,4 @@
-"""Stop 15's "babeld + proxy plain delivered 0 bytes to iperf3": not the proxy. babeld
+"""An earlier matrix's "babeld + proxy plain delivered 0 bytes to iperf3": not the proxy. babeld
 (hello 4 s, an IHU every 3 hellos) installs its first route n1 -> n3 of chain-3 some 10 s
 after lab up, and its nodes have a /32 on radio0 and no covering route, so an iperf3
 started before that failed its connect at once (ENETUNREACH) and never tried again: 0
