@@ -1,5 +1,6 @@
 """The docs say what the code does: README's configuration tables carry the models'
-defaults, and every repository file the code and the docs name exists."""
+defaults, every repository file the code and the docs name exists, and no file cites a
+tracker by number that a reader of the repository cannot see."""
 
 from __future__ import annotations
 
@@ -138,3 +139,71 @@ def test_every_file_the_code_and_docs_name_exists():
     assert not missing, "\n".join(
         f"{p} (named in {', '.join(s)})" for p, s in sorted(missing.items())
     )
+
+
+# References to a project tracker by number (an issue or a task, "#" optional) mean nothing
+# to a reader of the repository: say what is meant instead. A public tracker is cited by its
+# URL (https://github.com/jech/babeld/issues/8), which this does not match.
+_TRACKER_REF = re.compile(r"\b(?:issue|task)s? ?#?\d+\b", re.IGNORECASE)
+_TEXT_SUFFIXES = {
+    # the kinds of prose and config the repository keeps, and the other text it tracks
+    *(".py", ".md", ".yaml", ".yml", ".txt", ".setdest", ".toml", ".cfg", ".sh"),
+    *(".service", ".cc", ".js", ".html", ".css", ".dot", ".gitignore", ".dockerignore"),
+}
+
+
+def _tracked_text_files() -> list[Path]:
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git or the repository's history is not available")
+    files = []
+    for name in filter(None, done.stdout.split("\0")):
+        path = ROOT / name
+        # extensionless files are scripts (.ci/run, field-tests/ibss-up, docker/build)
+        text_kind = path.suffix in _TEXT_SUFFIXES or not path.suffix or name.startswith(".ci/")
+        if text_kind and path.is_file():
+            files.append(path)
+    return files
+
+
+def _tracker_refs(text: str) -> list[str]:
+    found = []
+    for m in _TRACKER_REF.finditer(text):
+        start = max(text.rfind(c, 0, m.start()) for c in " \t\n(") + 1
+        if "/" in text[start : m.start()]:
+            continue  # inside a URL or a path: .../issues/8
+        found.append(m.group(0))
+    return found
+
+
+def test_no_file_cites_a_tracker_by_number():
+    files = _tracked_text_files()
+    assert len(files) > 100
+    hits = []
+    for path in files:
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for line_no, line in enumerate(text.splitlines(), 1):
+            for ref in _tracker_refs(line):
+                hits.append(f"{path.relative_to(ROOT)}:{line_no}: {ref!r}")
+    assert not hits, "tracker references (say what is meant instead):\n" + "\n".join(hits)
+
+
+@pytest.mark.parametrize(
+    ("line", "refs"),
+    [
+        # numbers as f-string fields: this file is checked too
+        (f"the comparison's goals (Issue {10})", [f"Issue {10}"]),
+        (f"see task {3} and issues #{8}", [f"task {3}", f"issues #{8}"]),
+        ("upstream: https://github.com/jech/babeld/issues/8", []),
+        ("(https://github.com/openwrt/mt76/issues/41)", []),
+        ("a task per leg, 3 issues left", []),
+    ],
+)
+def test_tracker_reference_pattern(line, refs):
+    assert _tracker_refs(line) == refs
