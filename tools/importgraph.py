@@ -170,11 +170,7 @@ def violations(graph: dict[str, set[str]] | None = None) -> list[str]:
 
 
 # Import cycles that are known and documented: each a set of modules.
-ALLOWED_CYCLES: list[set[str]] = [
-    # lab/stacks.py builds peers' specs from lab/peers.py, which takes stacks' node
-    # addressing lazily; to be untied when the per-node settings leave lab/stacks.py.
-    {"manetkit.lab.peers", "manetkit.lab.stacks"},
-]
+ALLOWED_CYCLES: list[set[str]] = []
 
 
 def cycles(graph: dict[str, set[str]] | None = None) -> list[set[str]]:

@@ -25,7 +25,7 @@ its source is in docs/lab.md ("Peer profiles").
 
 Neither daemon takes ``--lab``, so each runs under a small supervisor (``peerrun``),
 ``python -m manetkit.lab.peerrun --lab LAB --node nI --config nodes/nI/peer.json`` (the
-:class:`~manetkit.lab.stacks.ProcessSpec` ``lab up`` starts and ``lab down`` finds by
+:class:`~manetkit.lab.processspec.ProcessSpec` ``lab up`` starts and ``lab down`` finds by
 ``--lab``). The supervisor puts the address and the forwarding sysctls on ``radio0``,
 waits for IPv6 duplicate address detection to finish (babeld cannot send from a
 tentative link-local address), starts the daemon as its child with
@@ -60,10 +60,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from manetkit import paths
 from manetkit.errors import UserError
+from manetkit.lab.addressing import node_address, node_index
+from manetkit.lab.processspec import ProcessSpec
 
 PEER_STACKS = ("babeld", "batmand")
 INTERFACE = "radio0"
-# Every node's address (stacks.node_address) is in it; the proxy's mesh_prefix too.
+# Every node's address (addressing.node_address) is in it; the proxy's mesh_prefix too.
 MESH_NET = IPv4Network("10.42.0.0/16")
 BABELD_BIN = "babeld"
 BATMAND_BIN = "batmand"
@@ -272,7 +274,6 @@ def batmand_run_dir(lab: str, node: str) -> Path:
 
 def babeld_conf(lab: str, node: str, settings: BabeldSettings) -> str:
     from manetkit.lab.medium.protocol import node_mac
-    from manetkit.lab.stacks import node_index
     from manetkit.macaddr import format_mac
 
     iface = f"interface {INTERFACE} type wireless hello-interval {settings.hello_s:g}"
@@ -315,7 +316,6 @@ def peer_config(
     """What the supervisor of ``node`` does: address, sysctls, the daemon's argv.
     ``speed_range``: the scenario's speed and reception range (a batmand profile with a
     matched purge timeout: :func:`scenario_speed_range`)."""
-    from manetkit.lab.stacks import node_address
 
     d = paths.node_dir(lab, node)
     address = str(node_address(node))
@@ -385,7 +385,6 @@ def peer_spec(
     speed_range: tuple[float | None, float] = (None, 250.0),
 ):
     """The supervisor of ``node``'s babeld or batmand, its files written."""
-    from manetkit.lab.stacks import ProcessSpec
 
     cfg = peer_config(lab, node, stack, settings, speed_range)
     if shutil.which(cfg["argv"][0]) is None:

@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from ipaddress import IPv4Address
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,38 +42,13 @@ import yaml
 from manetkit import paths
 from manetkit.errors import UserError
 from manetkit.lab import peers
+
+# Node addressing and ProcessSpec live in modules of their own (lab/peers.py needs them
+# too); re-exported here for the lab's other users.
+from manetkit.lab.addressing import node_address as node_address
+from manetkit.lab.addressing import node_index as node_index
+from manetkit.lab.processspec import ProcessSpec as ProcessSpec
 from manetkit.paths import daemon_socket, proxy_socket
-
-
-@dataclass(frozen=True)
-class ProcessSpec:
-    """One process of a lab.
-
-    ``argv`` must contain ``--lab <lab>``: that is how ``lab down`` finds the process after
-    a crash, when no state file is left (``manetkit.lab.nodes.find_processes``).
-    ``ready``, if given, is polled by ``lab up`` until true (e.g. the daemon's socket).
-    """
-
-    name: str  # unique in the lab; its output goes to logs/<name>.log
-    argv: list[str]
-    netns: str | None = None  # namespace to run in (None: the root namespace)
-    env: dict[str, str] = field(default_factory=dict)
-    ready: Callable[[], bool] | None = field(default=None, compare=False)
-
-
-def node_index(node: str) -> int:
-    if not node.startswith("n") or not node[1:].isdigit() or int(node[1:]) < 1:
-        raise ValueError(f"lab node names are n1, n2, ...; got {node!r}")
-    return int(node[1:])
-
-
-def node_address(node: str) -> IPv4Address:
-    """Mesh address of lab node ``nI``: 10.42.0.I, or 10.42.(I//256).(I%256) beyond 254."""
-    i = node_index(node)
-    if i <= 254:
-        return IPv4Address(f"10.42.0.{i}")
-    return IPv4Address(f"10.42.{i // 256}.{i % 256}")
-
 
 # The fields the lab sets per node: a config merged into every node cannot set them.
 NODE_FIELDS = {"daemon": ("address", "lab", "event_socket"),

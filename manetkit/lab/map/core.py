@@ -145,7 +145,7 @@ def node_of_address(address: str | None, index: dict[str, str]) -> str | None:
 
 
 def address_index(nodes: Iterable[str]) -> dict[str, str]:
-    """Mesh address -> node (10.42.0.I, as ``manetkit.lab.stacks.node_address``)."""
+    """Mesh address -> node (10.42.0.I, as ``manetkit.lab.addressing.node_address``)."""
     out = {}
     for n in nodes:
         i = int(n[1:])
