@@ -61,6 +61,7 @@ CORES = {
     "manetkit.proxy.modes",
     "manetkit.proxy.channel",
     "manetkit.lab.medium.mac",
+    "manetkit.lab.medium.macbase",
     "manetkit.lab.medium.airtime",
     "manetkit.lab.medium.propagation",
     "manetkit.lab.medium.mobility",

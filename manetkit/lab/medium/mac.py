@@ -64,48 +64,19 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Callable
-from typing import NamedTuple
 
 from manetkit.lab.medium.airtime import Airtime
+from manetkit.lab.medium.macbase import CONTEND, COUNTERS, IDLE, TX, Delivery, MacBase, TxStatus
 from manetkit.lab.medium.mobility import World
 from manetkit.lab.medium.propagation import TwoRayGround
 from manetkit.lab.medium.protocol import mac_node
 from manetkit.lab.medium.queues import is_network_control
 from manetkit.lab.medium.topology import Snapshot
 
-IDLE, CONTEND, TX = 0, 1, 2
 _END, _START = 0, 1  # at equal times a transmission ends before another starts
 CAPTURE_RATIO = 10.0  # 10 dB, ns-2's CPThresh_
 _BROADCAST = -1
 _NOBODY = -2
-
-
-class Delivery(NamedTuple):
-    """``frame`` reaches node ``node`` (lab id, n1 = 1) at received power ``rssi_dbm``."""
-
-    at: float  # virtual time the reception ends
-    node: int
-    rssi_dbm: float
-    frame: bytes
-
-
-class TxStatus(NamedTuple):
-    """The end of node ``node``'s unicast exchange to ``dst_mac``.
-
-    ``ok`` False: the retry chain was exhausted (``frame`` is the frame that failed);
-    True: delivered after ``retries`` retries (sent only when retries > 0; ``frame`` empty).
-    """
-
-    at: float
-    node: int
-    dst_mac: bytes
-    retries: int
-    ok: bool
-    frame: bytes
-
-
-MediumEvent = Delivery | TxStatus
 
 
 class _Node:
@@ -160,7 +131,7 @@ class _Tx:
         self.lost: set[int] | None = None
 
 
-class Medium:
+class Medium(MacBase[Snapshot, _Node]):
     """The shared channel of one lab (see the module docstring for the model)."""
 
     # Counters of frames lost by the model's own decision (lab/fidelity.py).
@@ -183,22 +154,20 @@ class Medium:
         overhear: bool = True,
         priqueue: bool = False,
     ):
-        self.world = world
-        self.n = world.n
+        super().__init__(
+            world,
+            random.Random(f"manetkit-mac:{seed}"),
+            queue_frames=queue_frames,
+            retry_limit=retry_limit,
+            loss=loss,
+            link_loss=link_loss,
+            refresh_s=refresh_s,
+            overhear=overhear,
+        )
         self.airtime = airtime or Airtime()
         self.prop = propagation or TwoRayGround()
-        self.queue_frames = queue_frames
-        self.retry_limit = retry_limit
-        self.loss = loss
-        # per-link loss overrides by 0-based pair (a < b)
-        self.link_loss = {(min(a, b), max(a, b)): p for (a, b), p in (link_loss or {}).items()}
         self.interference = interference
-        self.overhear = overhear
         self.priqueue = priqueue
-        # How many nodes want overheard frames: the unicast hot path tests only this.
-        self._overhearers = 0
-        self.rng = random.Random(f"manetkit-mac:{seed}")
-        self.refresh_s = refresh_s  # how stale positions may get for a moving world
 
         # airtime_scale < 1 shrinks every duration (slots, frames): only ``bench medium``
         # uses it, to measure the relay's own capacity with the 802.11 timing out of the way.
@@ -214,94 +183,37 @@ class Medium:
         self._durations: dict[int, tuple[float, float, float]] = {}
 
         self.nodes = [_Node(self.cw_min) for _ in range(self.n)]
-        self._heap: list[tuple[float, int, int, int, int]] = []
-        self._seq = 0
         self._active: list[_Tx] = []
-        self.snapshot: Snapshot = self._snap(0.0)
+        self.snapshot = self._snap(0.0)
         self._snap_version = world.version
 
-        self._events: deque[MediumEvent] = deque()
-        self.counters = {
-            "frames_in": 0,
-            "transmissions": 0,
-            "delivered": 0,
-            "broadcast": 0,
-            "unicast_ok": 0,
-            "unicast_failed": 0,
-            "retries": 0,
-            "queue_drops": 0,
-            "random_losses": 0,
-            "interference_losses": 0,
-            "overheard": 0,
-            "airtime_s": 0.0,
-        }
-        # Hook for the ground-truth log: called with each fresh snapshot.
-        self.on_snapshot: Callable[[Snapshot], None] | None = None
+        self._counters = {**dict.fromkeys(COUNTERS, 0), "overheard": 0, "airtime_s": 0.0}
 
-    # --- topology -------------------------------------------------------------------
+    # --- what the shared inputs ask of this MAC (macbase.py) -------------------------
 
     def _snap(self, t: float) -> Snapshot:
         return Snapshot(t, self.world.positions(t), self.prop, self.world.links)
 
-    def refresh(self, t: float, force: bool = False) -> Snapshot:
-        """Recompute who hears whom if the world moved (at most every ``refresh_s``)."""
-        snap = self.snapshot
-        if (
-            force
-            or self.world.version != self._snap_version
-            or (self.world.mobile and t - snap.t >= self.refresh_s)
-        ):
-            self._snap_version = self.world.version
-            snap = self.snapshot = self._snap(t)
-            if self.on_snapshot is not None:
-                self.on_snapshot(snap)
-        return snap
+    def _drop_queued(self, nd: _Node) -> None:
+        head = nd.queue[0] if nd.state == TX and nd.queue else None
+        nd.queue.clear()
+        if head is not None:
+            nd.queue.append(head)
+        elif nd.state == CONTEND:
+            nd.state = IDLE  # nothing left to contend for
+            nd.gen += 1  # its scheduled start is void
 
-    # --- inputs ---------------------------------------------------------------------
-
-    def set_attached(self, node: int, attached: bool) -> None:
-        """A detached node neither receives nor acknowledges; its queue is dropped."""
-        nd = self.nodes[node - 1]
-        nd.attached = attached
-        if not attached:
-            self.set_overhear(node, False)
-            head = nd.queue[0] if nd.state == TX and nd.queue else None
-            nd.queue.clear()
-            if head is not None:
-                nd.queue.append(head)
-            elif nd.state == CONTEND:
-                nd.state = IDLE  # nothing left to contend for
-                nd.gen += 1  # its scheduled start is void
-
-    def set_overhear(self, node: int, on: bool) -> None:
-        """Node ``node`` wants (or no longer wants) other nodes' unicasts it can hear.
-
-        Ignored when the scenario turned overhearing off (``radio.overhear: false``).
-        """
-        nd = self.nodes[node - 1]
-        on = bool(on) and self.overhear
-        if on != nd.overhear:
-            nd.overhear = on
-            self._overhearers += 1 if on else -1
-
-    def transmit(self, now: float, src: int, frame: bytes) -> bool:
-        """Node ``src`` hands a frame to its MAC; False if the interface queue was full."""
-        if self._heap and self._heap[0][0] <= now:
-            self.handle_timer(now)
-        self.counters["frames_in"] += 1
-        nd = self.nodes[src - 1]
+    def _enqueue(self, nd: _Node, frame: bytes) -> bool:
+        """The interface queue: drop-tail, or ns-2's PriQueue with ``priqueue``."""
         if self.priqueue and is_network_control(frame):
-            return self._enqueue_head(nd, frame, src - 1, now)
+            self._enqueue_head(nd, frame)
+            return True
         if len(nd.queue) >= self.queue_frames:
-            nd.drops += 1
-            self.counters["queue_drops"] += 1
             return False
         nd.queue.append(frame)
-        if nd.state == IDLE:
-            self._contend(src - 1, now)
         return True
 
-    def _enqueue_head(self, nd: _Node, frame: bytes, i: int, now: float) -> bool:
+    def _enqueue_head(self, nd: _Node, frame: bytes) -> None:
         """ns-2 PriQueue::recvHighPriority: the head of the queue (behind the frame in the
         MAC), then drop the tail when the queue is over its limit."""
         q = nd.queue
@@ -309,10 +221,7 @@ class Medium:
         if len(q) > self.queue_frames:
             q.pop()
             nd.drops += 1
-            self.counters["queue_drops"] += 1
-        if nd.state == IDLE:
-            self._contend(i, now)
-        return True
+            self._counters["queue_drops"] += 1
 
     def handle_timer(self, now: float) -> None:
         """Process every event due at or before ``now``, each at its own virtual time."""
@@ -333,10 +242,6 @@ class Medium:
         while heap and heap[0][4] != nodes[heap[0][3]].gen:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
-
-    def next_event(self) -> MediumEvent | None:
-        """The next output (:class:`Delivery` or :class:`TxStatus`), or None."""
-        return self._events.popleft() if self._events else None
 
     # --- the DCF --------------------------------------------------------------------
 
@@ -362,14 +267,6 @@ class Medium:
             absent = a.rts_cts_us() * us if a.uses_rts(length) else unicast
             d = self._durations[length] = (a.data_us(length) * us, unicast, absent)
         return d
-
-    def _lossy(self, a: int, b: int) -> bool:
-        p = (
-            self.link_loss.get((a, b) if a < b else (b, a), self.loss)
-            if self.link_loss
-            else self.loss
-        )
-        return p > 0 and self.rng.random() < p
 
     def _start(self, i: int, t: float) -> None:
         snap = self.refresh(t)
@@ -398,7 +295,7 @@ class Medium:
         nd.state = TX
         nd.tx = tx
         self._active.append(tx)
-        c = self.counters
+        c = self._counters
         c["transmissions"] += 1
         c["airtime_s"] += end - t
         nd.busy_s += end - t
@@ -447,7 +344,7 @@ class Medium:
         nd.tx = None
         self._active.remove(tx)
         nodes = self.nodes
-        c = self.counters
+        c = self._counters
         snap = self.snapshot
         lost = tx.lost
         frame = tx.frame
@@ -500,7 +397,7 @@ class Medium:
     def _overheard(self, t: float, i: int, dst: int, frame: bytes, snap: Snapshot) -> None:
         """Hand ``i``'s unicast to ``dst`` to the other listeners in range that want it."""
         nodes = self.nodes
-        c = self.counters
+        c = self._counters
         dbm = snap.dbm[i]
         for r in snap.rx[i]:
             m = nodes[r]
@@ -538,21 +435,3 @@ class Medium:
         """The ground truth's notion of a link, in words (written into its log)."""
         p = self.prop
         return f"ns2 two-ray ground: received power >= {p.rx_threshold_w:g} W ({p.range_m():.0f} m)"
-
-    def neighbours(self, node: int, t: float) -> list[tuple[int, float]]:
-        """Nodes that receive ``node`` now, with the power they receive it at (dBm)."""
-        snap = self.refresh(t)
-        i = node - 1
-        return [(j + 1, snap.dbm[i][j]) for j in snap.rx[i]]
-
-    def stats(self) -> dict:
-        return {
-            **self.counters,
-            "queue_drops_per_node": {
-                f"n{k + 1}": nd.drops for k, nd in enumerate(self.nodes) if nd.drops
-            },
-            "queued": sum(len(nd.queue) for nd in self.nodes),
-            "busy_s_per_node": {
-                f"n{k + 1}": round(nd.busy_s, 6) for k, nd in enumerate(self.nodes) if nd.busy_s
-            },
-        }

@@ -66,7 +66,6 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Callable
 
 from manetkit.lab.medium.airtime import (
     ACK_BYTES,
@@ -82,7 +81,7 @@ from manetkit.lab.medium.channel import Channel, LinkBudget, usable_distance_m
 from manetkit.lab.medium.errormodels import BitErrorTable, frame_layout
 from manetkit.lab.medium.fading import CLARKE_COHERENCE, NakagamiFading
 from manetkit.lab.medium.linktable import realistic_link_table
-from manetkit.lab.medium.mac import Delivery, MediumEvent, TxStatus
+from manetkit.lab.medium.macbase import CONTEND, COUNTERS, IDLE, TX, Delivery, MacBase, TxStatus
 from manetkit.lab.medium.mobility import World
 from manetkit.lab.medium.pathloss import SPEED_OF_LIGHT
 from manetkit.lab.medium.power import db_to_ratio, dbm_to_w
@@ -91,7 +90,6 @@ from manetkit.lab.medium.protocol import mac_node
 from manetkit.lab.medium.queues import AC_BE, access_category, dcf_only, edca_defaults
 from manetkit.lab.medium.ratecontrol import FixedRate, Minstrel
 
-IDLE, CONTEND, TX = 0, 1, 2
 # heap event kinds; at equal times: ends, then responses, then timeouts, then starts
 _END, _RESPOND, _TIMEOUT, _START = 0, 1, 2, 3
 # PPDU kinds
@@ -224,7 +222,7 @@ class _Node:
         self.nq = 0  # frames in all its queues
 
 
-class RealisticMedium:
+class RealisticMedium(MacBase[LinkBudget, _Node]):
     """The shared channel of one lab under a realistic profile (module docstring)."""
 
     MODELLED_DROPS = ("queue_drops", "random_losses", "interference_losses", "phy_losses")
@@ -247,18 +245,20 @@ class RealisticMedium:
     ):
         if not airtime_scale > 0:
             raise ValueError("airtime_scale must be > 0")
-        self.world = world
-        self.n = n = world.n
+        super().__init__(
+            world,
+            random.Random(f"manetkit-realistic:{seed}"),
+            queue_frames=queue_frames,
+            retry_limit=retry_limit,
+            loss=loss,
+            link_loss=link_loss,
+            refresh_s=refresh_s,
+            overhear=overhear,
+        )
+        n = self.n
         self.profile = profile
-        self.queue_frames = queue_frames
-        self.retry_limit = retry_limit
         self.rts_threshold = rts_threshold
         self.short_preamble = short_preamble
-        self.loss = loss
-        self.link_loss = {(min(a, b), max(a, b)): p for (a, b), p in (link_loss or {}).items()}
-        self.overhear = overhear
-        self.refresh_s = refresh_s
-        self.rng = random.Random(f"manetkit-realistic:{seed}")
         self.fading = NakagamiFading(
             profile.nakagami_m or None, random.Random(f"manetkit-fading:{seed}")
         )
@@ -311,34 +311,19 @@ class RealisticMedium:
         self.nodes = [_Node(k) for k in range(n)]
         for nd in self.nodes:
             nd.cw = list(self.cw_min)
-        self._heap: list[tuple] = []
-        self._seq = 0
         self._air: list[_Ppdu] = []  # transmissions on the air now
         self._ppdus = 0
         self._airtime = 0.0
-        self._events: deque[MediumEvent] = deque()
-        self._overhearers = 0
-        self._counters: dict[str, int | float] = {
-            "frames_in": 0,
-            "transmissions": 0,
-            "delivered": 0,
-            "broadcast": 0,
-            "unicast_ok": 0,
-            "unicast_failed": 0,
-            "retries": 0,
-            "queue_drops": 0,
-            "random_losses": 0,
-            "interference_losses": 0,
+        self._counters = {
+            **dict.fromkeys(COUNTERS, 0),
             "phy_losses": 0,
             "aborted": 0,
             "captured": 0,
             "acks_lost": 0,
             "overheard": 0,
         }
-        self.on_snapshot: Callable[[LinkBudget], None] | None = None
-        self.snapshot: LinkBudget = self.channel.snapshot(0.0)
+        self.snapshot = self._snap(0.0)
         self._snap_version = world.version
-        self._mobile = world.mobile
 
     # --- timings ----------------------------------------------------------------------
 
@@ -375,64 +360,31 @@ class RealisticMedium:
             )
         return lay
 
-    # --- topology -------------------------------------------------------------------
+    # --- what the shared inputs ask of this MAC (macbase.py) -------------------------
 
-    def refresh(self, t: float, force: bool = False) -> LinkBudget:
-        snap = self.snapshot
-        if (
-            force
-            or self.world.version != self._snap_version
-            or (self.world.mobile and t - snap.t >= self.refresh_s)
-        ):
-            self._snap_version = self.world.version
-            self._mobile = self.world.mobile
-            snap = self.snapshot = self.channel.snapshot(t)
-            if self.on_snapshot is not None:
-                self.on_snapshot(snap)
-        return snap
+    def _snap(self, t: float) -> LinkBudget:
+        self._mobile = self.world.mobile  # _send's inlined refresh test reads it
+        return self.channel.snapshot(t)
 
-    # --- inputs ---------------------------------------------------------------------
+    def _drop_queued(self, nd: _Node) -> None:
+        for ac in range(4):
+            q = nd.queues[ac]
+            keep = q[0] if nd.pending[ac] is not None and q else None
+            q.clear()
+            if keep is not None:
+                q.append(keep)
+        nd.nq = sum(len(q) for q in nd.queues)
+        if nd.state == CONTEND and not nd.queues[nd.ac]:
+            nd.state = IDLE  # nothing left to contend for
+            nd.gen += 1  # its scheduled start is void
 
-    def set_attached(self, node: int, attached: bool) -> None:
-        """A detached node neither receives nor answers; its queues are dropped."""
-        nd = self.nodes[node - 1]
-        nd.attached = attached
-        if not attached:
-            self.set_overhear(node, False)
-            for ac in range(4):
-                q = nd.queues[ac]
-                keep = q[0] if nd.pending[ac] is not None and q else None
-                q.clear()
-                if keep is not None:
-                    q.append(keep)
-            nd.nq = sum(len(q) for q in nd.queues)
-            if nd.state == CONTEND and not nd.queues[nd.ac]:
-                nd.state = IDLE  # nothing left to contend for
-                nd.gen += 1  # its scheduled start is void
-
-    def set_overhear(self, node: int, on: bool) -> None:
-        nd = self.nodes[node - 1]
-        on = bool(on) and self.overhear
-        if on != nd.overhear:
-            nd.overhear = on
-            self._overhearers += 1 if on else -1
-
-    def transmit(self, now: float, src: int, frame: bytes) -> bool:
-        """Node ``src`` hands a frame to its MAC; False if its queue was full."""
-        if self._heap and self._heap[0][0] <= now:
-            self.handle_timer(now)
-        self._counters["frames_in"] += 1
-        nd = self.nodes[src - 1]
-        ac = access_category(frame) if self.wmm else AC_BE
-        q = nd.queues[ac]
+    def _enqueue(self, nd: _Node, frame: bytes) -> bool:
+        """One queue per access category (WMM), or AC_BE's alone."""
+        q = nd.queues[access_category(frame) if self.wmm else AC_BE]
         if len(q) >= self.queue_frames:
-            nd.drops += 1
-            self._counters["queue_drops"] += 1
             return False
         q.append(frame)
         nd.nq += 1
-        if nd.state == IDLE:
-            self._contend(src - 1, now)
         return True
 
     def handle_timer(self, now: float) -> None:
@@ -456,9 +408,6 @@ class RealisticMedium:
         while heap and heap[0][1] == _START and heap[0][4] != nodes[heap[0][3]].gen:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
-
-    def next_event(self) -> MediumEvent | None:
-        return self._events.popleft() if self._events else None
 
     # --- contention -------------------------------------------------------------------
 
@@ -682,12 +631,6 @@ class RealisticMedium:
             return False
         return self.rng.random() < math.exp(lp)
 
-    def _lossy(self, a: int, b: int) -> bool:
-        if not self.loss and not self.link_loss:
-            return False
-        p = self.link_loss.get((a, b) if a < b else (b, a), self.loss)
-        return p > 0 and self.rng.random() < p
-
     def _end(self, p: _Ppdu, t: float) -> None:
         """A PPDU ends: each receiver locked onto it decodes it or not; the exchange goes on."""
         nodes = self.nodes
@@ -887,12 +830,6 @@ class RealisticMedium:
         }
         return realistic_link_table(self.refresh(t), ranges, p.preamble_min_rssi_dbm, cs)
 
-    def neighbours(self, node: int, t: float) -> list[tuple[int, float]]:
-        """Nodes with a usable link to ``node`` now, with their mean received power (dBm)."""
-        snap = self.refresh(t)
-        i = node - 1
-        return [(j + 1, snap.dbm[i][j]) for j in snap.rx[i]]
-
     @property
     def counters(self) -> dict[str, int | float]:
         """What happened so far (the ns2 MAC's keys, and the realistic ones)."""
@@ -900,15 +837,3 @@ class RealisticMedium:
         c["ppdus"] = self._ppdus
         c["airtime_s"] = self._airtime
         return c
-
-    def stats(self) -> dict:
-        return {
-            **self.counters,
-            "queue_drops_per_node": {
-                f"n{k + 1}": nd.drops for k, nd in enumerate(self.nodes) if nd.drops
-            },
-            "queued": sum(nd.nq for nd in self.nodes),
-            "busy_s_per_node": {
-                f"n{k + 1}": round(nd.busy_s, 6) for k, nd in enumerate(self.nodes) if nd.busy_s
-            },
-        }
