@@ -164,14 +164,30 @@ def _gt_partition(runs: list[dict[str, Any]]) -> float | None:
     )
 
 
+def _group_cells(key: Key, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cells every table's row starts with: which group of runs it is."""
+    scen, traffic, var, speed = key
+    return {"scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
+            "seeds": _seeds(runs), "runs": len(runs)}  # fmt: skip
+
+
+def _routing_cells(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cells a bulk or HTTP row ends with: what the routing paid, and the background."""
+    return {
+        "control_per_delivered": _control(runs),
+        "control_bytes_per_delivered": _control_bytes(runs),
+        "discovery_s": _discovery(runs),
+        "cbr_delivered": _cbr_delivered(runs),
+    }
+
+
 def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for (scen, traffic, var, speed), runs in _group(docs, "bulk").items():
+    for key, runs in _group(docs, "bulk").items():
         flows = [f for d in runs for f in d["bulk"]["flows"]]
         rows.append(
             {
-                "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
-                "seeds": _seeds(runs), "runs": len(runs),
+                **_group_cells(key, runs),
                 "flows": len(runs[0]["bulk"]["flows"]),
                 "goodput_kbps": out.mean(d["bulk"]["goodput_kbps"] for d in runs),
                 "goodput_median_kbps": _median(d["bulk"]["goodput_kbps"] for d in runs),
@@ -185,10 +201,7 @@ def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     d["bulk"]["measured_over_expected"] for d in runs
                 ),
                 "partition_s": out.mean(f["partition_s"] for f in flows),
-                "control_per_delivered": _control(runs),
-                "control_bytes_per_delivered": _control_bytes(runs),
-                "discovery_s": _discovery(runs),
-                "cbr_delivered": _cbr_delivered(runs),
+                **_routing_cells(runs),
             }
         )  # fmt: skip
     return rows
@@ -196,24 +209,20 @@ def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for (scen, traffic, var, speed), runs in _group(docs, "http").items():
+    for key, runs in _group(docs, "http").items():
         times = sorted(
             p["service_s"] for d in runs for pair in d["http"]["pairs"] for p in pair["pages"]
             if p["ok"]
         )  # fmt: skip
         rows.append(
             {
-                "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
-                "seeds": _seeds(runs), "runs": len(runs),
+                **_group_cells(key, runs),
                 "pages_completed": sum(d["http"]["pages_completed"] for d in runs),
                 "pages_failed": sum(d["http"]["pages_failed"] for d in runs),
                 "service_mean_s": out.mean(times),
                 "service_median_s": times[len(times) // 2] if times else None,
                 "partition_s": _gt_partition(runs),
-                "control_per_delivered": _control(runs),
-                "control_bytes_per_delivered": _control_bytes(runs),
-                "discovery_s": _discovery(runs),
-                "cbr_delivered": _cbr_delivered(runs),
+                **_routing_cells(runs),
             }
         )  # fmt: skip
     return rows
@@ -221,11 +230,10 @@ def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def wrk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for (scen, traffic, var, speed), runs in _group(docs, "wrk").items():
+    for key, runs in _group(docs, "wrk").items():
         rows.append(
             {
-                "scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
-                "seeds": _seeds(runs), "runs": len(runs),
+                **_group_cells(key, runs),
                 "requests_per_s": out.mean(d["wrk"]["requests_per_s"] for d in runs),
                 "latency_p50_s": out.mean(d["wrk"]["latency_s"].get("p50") for d in runs),
                 "errors": sum(d["wrk"]["errors"] for d in runs),
@@ -234,30 +242,26 @@ def wrk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-# (column title, row field, format)
-BULK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
-             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("runs", "runs", "d"),
-             ("flows", "flows", "d"), ("goodput kbit/s", "goodput_kbps", ".1f"),
+# (column title, row field, format). Every table starts with the group's columns
+# (_group_cells); bulk and HTTP end with the routing's (_routing_cells, CBR aside).
+_GROUP_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"),
+               ("stack", "variant", "s"), ("speed m/s", "speed", "g"),
+               ("seeds", "seeds", "seeds"), ("runs", "runs", "d")]  # fmt: skip
+_ROUTING_COLS = [("control pkts/delivered", "control_per_delivered", ".3f"),
+                 ("control B/delivered", "control_bytes_per_delivered", ".1f"),
+                 ("discovery s", "discovery_s", ".3f")]  # fmt: skip
+BULK_COLS = [*_GROUP_COLS, ("flows", "flows", "d"), ("goodput kbit/s", "goodput_kbps", ".1f"),
              ("median kbit/s", "goodput_median_kbps", ".1f"),
              ("expected kbit/s", "expected_kbps", ".1f"),
              ("measured/expected", "measured_over_expected", ".2f"),
-             ("partition s/flow", "partition_s", ".1f"),
-             ("control pkts/delivered", "control_per_delivered", ".3f"),
-             ("control B/delivered", "control_bytes_per_delivered", ".1f"),
-             ("discovery s", "discovery_s", ".3f")]  # fmt: skip
-HTTP_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
-             ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("runs", "runs", "d"),
-             ("pages done", "pages_completed", "d"), ("pages failed", "pages_failed", "d"),
+             ("partition s/flow", "partition_s", ".1f"), *_ROUTING_COLS]  # fmt: skip
+HTTP_COLS = [*_GROUP_COLS, ("pages done", "pages_completed", "d"),
+             ("pages failed", "pages_failed", "d"),
              ("service mean s", "service_mean_s", ".2f"),
              ("service median s", "service_median_s", ".2f"),
-             ("partition s/pair", "partition_s", ".1f"),
-             ("control pkts/delivered", "control_per_delivered", ".3f"),
-             ("control B/delivered", "control_bytes_per_delivered", ".1f"),
-             ("discovery s", "discovery_s", ".3f")]  # fmt: skip
-WRK_COLS = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"), ("stack", "variant", "s"),
-            ("speed m/s", "speed", "g"), ("seeds", "seeds", "seeds"), ("runs", "runs", "d"),
-            ("requests/s", "requests_per_s", ".1f"), ("latency p50 s", "latency_p50_s", ".3f"),
-            ("errors", "errors", "d")]  # fmt: skip
+             ("partition s/pair", "partition_s", ".1f"), *_ROUTING_COLS]  # fmt: skip
+WRK_COLS = [*_GROUP_COLS, ("requests/s", "requests_per_s", ".1f"),
+            ("latency p50 s", "latency_p50_s", ".3f"), ("errors", "errors", "d")]  # fmt: skip
 
 
 def rich_table(title: str, cols: list[tuple[str, str, str]], rows: list[dict]) -> Table:
