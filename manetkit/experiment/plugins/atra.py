@@ -34,7 +34,7 @@ from manetkit import paths
 from manetkit.daemonstatus import DaemonStatus, StatusError, fetch_status
 
 from ..eventlog import node_of
-from .base import HEAD_COLUMNS, Metric, RunContext, group, row_head
+from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
 
 LOOKAHEAD_S = 2.0  # the daemons' atra.lookahead_s default (docs/atra.md)
 COUNTERS = (
@@ -167,6 +167,28 @@ def daemon_statuses(lab: str, nodes: list[str]) -> list[DaemonStatus]:
     return list(statuses_by_node(lab, nodes).values())
 
 
+def _row_cells(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A report row's cells from the runs' parts: prediction scores and break causes."""
+    gt = [p["ground_truth"] for p in parts]
+    br = [p["breaks"] for p in parts]
+    eng = {k: sum(p["engine"].get(k, 0) for p in parts) for k in COUNTERS}
+    n = sum(g["predictions"] for g in gt)
+    hits = sum(g["hits"] for g in gt)
+    leads = [(g["mean_lead_s"], g["hits"]) for g in gt if g["mean_lead_s"] is not None]
+    nb = sum(b["breaks"] for b in br)
+    return dict(
+        predictions=n,
+        precision=hits / n if n else None,
+        recall=sum(b["predicted"] for b in br) / nb if nb else None,
+        mean_lead_s=sum(x * h for x, h in leads) / sum(h for _, h in leads)
+        if leads else None,
+        breaks=nb,
+        unpredicted=f"{sum(b['in_graph'] for b in br)} / {sum(b['gone'] for b in br)}",
+        engine=f"{eng['hits']} / {eng['false_alarms']}",
+        proactive_errors_sent=eng["proactive_errors_sent"],
+    )  # fmt: skip
+
+
 class Atra(Metric):
     name = "atra"
     needs_events = True
@@ -217,29 +239,4 @@ class Atra(Metric):
 
     @classmethod
     def rows(cls, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = []
-        for key, runs in group(docs, cls.name).items():
-            parts = [d[cls.name] for d in runs if d[cls.name]]
-            if not parts:
-                continue
-            r = row_head(key, runs)
-            gt = [p["ground_truth"] for p in parts]
-            br = [p["breaks"] for p in parts]
-            eng = {k: sum(p["engine"].get(k, 0) for p in parts) for k in COUNTERS}
-            n = sum(g["predictions"] for g in gt)
-            hits = sum(g["hits"] for g in gt)
-            leads = [(g["mean_lead_s"], g["hits"]) for g in gt if g["mean_lead_s"] is not None]
-            nb = sum(b["breaks"] for b in br)
-            r.update(
-                predictions=n,
-                precision=hits / n if n else None,
-                recall=sum(b["predicted"] for b in br) / nb if nb else None,
-                mean_lead_s=sum(x * h for x, h in leads) / sum(h for _, h in leads)
-                if leads else None,
-                breaks=nb,
-                unpredicted=f"{sum(b['in_graph'] for b in br)} / {sum(b['gone'] for b in br)}",
-                engine=f"{eng['hits']} / {eng['false_alarms']}",
-                proactive_errors_sent=eng["proactive_errors_sent"],
-            )  # fmt: skip
-            out.append(r)
-        return out
+        return part_rows(docs, cls.name, _row_cells)

@@ -19,6 +19,7 @@ the plug-in's part) for a table of its own (:attr:`Metric.columns`, :attr:`Metri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -111,6 +112,20 @@ def row_head(key: tuple, runs: list[dict[str, Any]]) -> dict[str, Any]:
     scen, traffic, var, speed = key
     return {"scenario": scen, "traffic": traffic, "variant": var, "speed": speed,
             "runs": len(runs)}  # fmt: skip
+
+
+def part_rows(
+    docs: list[dict[str, Any]], part: str, cells: Callable[[list[dict[str, Any]]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A report row per group of runs with a ``part``: :func:`row_head` and the ``cells``
+    made of the group's non-empty parts. A group whose parts are all empty (the plug-in
+    did not apply to its stack) gets no row."""
+    out = []
+    for key, runs in group(docs, part).items():
+        parts = [d[part] for d in runs if d[part]]
+        if parts:
+            out.append({**row_head(key, runs), **cells(parts)})
+    return out
 
 
 HEAD_COLUMNS: list[Column] = [("scenario", "scenario", "s"), ("traffic", "traffic", "s"),

@@ -22,7 +22,7 @@ from typing import Any
 from manetkit.bench.stream import recoveries
 from manetkit.lab.stacks import node_address
 
-from .base import HEAD_COLUMNS, Metric, RunContext, group, mean, row_head
+from .base import HEAD_COLUMNS, Metric, RunContext, mean, part_rows
 
 
 def route_returns(
@@ -54,6 +54,21 @@ def after_route(recovery: list[float | None], route: list[float | None]) -> list
 def _mean(xs: list[float | None]) -> float | None:
     got = [x for x in xs if x is not None]
     return round(sum(got) / len(got), 3) if got else None
+
+
+def _row_cells(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A report row's cells from the runs' parts: the stream's integrity and recoveries."""
+    rec = [x for p in parts for x in p["recovery_s"]]
+    intact = [p.get("intact") for p in parts if p.get("intact") is not None]
+    return dict(
+        intact="-" if not intact else "yes" if all(intact) else "NO",
+        breaks=sum(p["breaks"] for p in parts),
+        recovery_s=mean(rec),
+        recovery_max_s=max((x for x in rec if x is not None), default=None),
+        route_back_s=mean(x for p in parts for x in p["route_back_s"]),
+        after_route_s=mean(x for p in parts for x in p["recovery_after_route_s"]),
+        unrecovered=sum(x is None for x in rec),
+    )
 
 
 class Flap(Metric):
@@ -100,22 +115,4 @@ class Flap(Metric):
 
     @classmethod
     def rows(cls, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = []
-        for key, runs in group(docs, cls.name).items():
-            parts = [d[cls.name] for d in runs if d[cls.name]]
-            if not parts:
-                continue
-            r = row_head(key, runs)
-            rec = [x for p in parts for x in p["recovery_s"]]
-            intact = [p.get("intact") for p in parts if p.get("intact") is not None]
-            r.update(
-                intact="-" if not intact else "yes" if all(intact) else "NO",
-                breaks=sum(p["breaks"] for p in parts),
-                recovery_s=mean(rec),
-                recovery_max_s=max((x for x in rec if x is not None), default=None),
-                route_back_s=mean(x for p in parts for x in p["route_back_s"]),
-                after_route_s=mean(x for p in parts for x in p["recovery_after_route_s"]),
-                unrecovered=sum(x is None for x in rec),
-            )
-            out.append(r)
-        return out
+        return part_rows(docs, cls.name, _row_cells)

@@ -16,7 +16,7 @@ from typing import Any
 from manetkit.daemonstatus import DaemonStatus, SmrStatus, SourceRouteStatus
 
 from .atra import statuses_by_node
-from .base import HEAD_COLUMNS, Metric, RunContext, group, mean, row_head
+from .base import HEAD_COLUMNS, Metric, RunContext, mean, part_rows
 
 
 def counters(statuses: dict[str, DaemonStatus]) -> dict[str, int]:
@@ -47,6 +47,16 @@ def endpoints(
             "cached_paths": len(eng.paths) if isinstance(eng, SourceRouteStatus) else 0,
         }
     return out
+
+
+def _row_cells(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A report row's cells from the runs' parts: summed counters, requests per run."""
+    r: dict[str, Any] = {
+        k: sum(int(p.get(k) or 0) for p in parts)
+        for k in ("path_switches", "discoveries_avoided", "requests_sent", "request_ratelimited")
+    }
+    r["requests_per_run"] = mean(p.get("requests_sent") for p in parts)
+    return r
 
 
 class Smr(Metric):
@@ -92,15 +102,4 @@ class Smr(Metric):
 
     @classmethod
     def rows(cls, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = []
-        for key, runs in group(docs, cls.name).items():
-            parts = [d[cls.name] for d in runs if d[cls.name]]
-            if not parts:
-                continue
-            r = row_head(key, runs)
-            for k in ("path_switches", "discoveries_avoided", "requests_sent",
-                      "request_ratelimited"):  # fmt: skip
-                r[k] = sum(int(p.get(k) or 0) for p in parts)
-            r["requests_per_run"] = mean(p.get("requests_sent") for p in parts)
-            out.append(r)
-        return out
+        return part_rows(docs, cls.name, _row_cells)
