@@ -31,10 +31,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from ipaddress import IPv4Address
-from typing import Any
 
 from manetkit.daemon.engines.atra.config import AtraConfig
-from manetkit.daemon.engines.atra.scoring import MAX_FAILED, Prediction, PredictionBook
+from manetkit.daemon.engines.atra.scoring import MAX_FAILED, Prediction, ScoredPredictor
 
 __all__ = ["MAX_FAILED", "Prediction", "RfpPredictor", "fit_line", "t_scale"]
 
@@ -99,18 +98,12 @@ def _median3(samples: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-class RfpPredictor:
+class RfpPredictor(ScoredPredictor):
     """Per-neighbour power history and the RFP rule; inputs stamped with ``now``."""
 
     def __init__(self, config: AtraConfig) -> None:
-        self.cfg = config
+        super().__init__(config)
         self._hist: dict[IPv4Address, deque[tuple[float, float]]] = {}
-        self._streak: dict[IPv4Address, int] = {}
-        self.book = PredictionBook(config)
-
-    @property
-    def predictions(self) -> int:
-        return self.book.predictions
 
     # -- the propagation model (section IV-A: P = K / d^n)
     @property
@@ -187,28 +180,6 @@ class RfpPredictor:
         t_stat = speed / se if se > 0 else math.inf
         return speed, a + speed * now, t_stat / t_scale(len(pts) - 2)
 
-    def link_failed(self, now: float, neighbour: IPv4Address, in_use: bool = True) -> str:
-        """The link really broke (TxFailed / LinkDown): scored by the book
-        (:meth:`~.scoring.PredictionBook.link_failed`), the break dated when the
-        neighbour was last heard; its history is forgotten."""
+    def _forget(self, neighbour: IPv4Address) -> tuple[bool, float | None]:
         hist = self._hist.pop(neighbour, None)
-        self._streak.pop(neighbour, None)
-        last = hist[-1][0] if hist else None
-        return self.book.link_failed(now, neighbour, hist is not None, last, in_use)
-
-    def handle_timer(self, now: float) -> list[Prediction]:
-        return self.book.handle_timer(now)
-
-    def get_timer(self) -> float | None:
-        return self.book.get_timer()
-
-    # -- queries
-    def predicted(self, neighbour: IPv4Address, now: float) -> bool:
-        """True while a prediction for this link is open (Atra's RREQ suppression)."""
-        return self.book.predicted(neighbour, now)
-
-    def open_predictions(self) -> list[Prediction]:
-        return self.book.open_predictions()
-
-    def counters(self) -> dict[str, Any]:
-        return self.book.counters()
+        return hist is not None, hist[-1][0] if hist else None

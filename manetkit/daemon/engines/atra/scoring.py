@@ -9,10 +9,14 @@ score against the medium's ground truth instead (a node that leaves a predicted 
 also stops hearing it, so a wrong prediction can score a hit here).
 
 Bounded: one remembered break per neighbour, at most ``MAX_FAILED``.
+
+:class:`ScoredPredictor` is what the predictors share around the book: its timer and
+queries, and a break that forgets the neighbour (each says what it remembered).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
@@ -128,3 +132,48 @@ class PredictionBook:
             "false_alarms": self.false_alarms,
             "breaks_not_predicted": self.missed,
         }
+
+
+class ScoredPredictor(ABC):
+    """A predictor's shared half: its :class:`PredictionBook` (``book``), the run of
+    agreeing samples per neighbour (``_streak``), the timer, the queries and the break.
+    Inputs are stamped with ``now``; a subclass adds ``sample`` and its memory of each
+    neighbour (:meth:`_forget`)."""
+
+    def __init__(self, config: AtraConfig) -> None:
+        self.cfg = config
+        self._streak: dict[IPv4Address, int] = {}
+        self.book = PredictionBook(config)
+
+    @property
+    def predictions(self) -> int:
+        return self.book.predictions
+
+    @abstractmethod
+    def _forget(self, neighbour: IPv4Address) -> tuple[bool, float | None]:
+        """Drop what is remembered of ``neighbour``: (was anything, when last heard)."""
+
+    def link_failed(self, now: float, neighbour: IPv4Address, in_use: bool = True) -> str:
+        """The link really broke (TxFailed / LinkDown): scored by the book
+        (:meth:`PredictionBook.link_failed`), the break dated when the neighbour was
+        last heard; what was remembered of it is forgotten."""
+        tracked, last = self._forget(neighbour)
+        self._streak.pop(neighbour, None)
+        return self.book.link_failed(now, neighbour, tracked, last, in_use)
+
+    def handle_timer(self, now: float) -> list[Prediction]:
+        return self.book.handle_timer(now)
+
+    def get_timer(self) -> float | None:
+        return self.book.get_timer()
+
+    # -- queries
+    def predicted(self, neighbour: IPv4Address, now: float) -> bool:
+        """True while a prediction for this link is open (Atra's RREQ suppression)."""
+        return self.book.predicted(neighbour, now)
+
+    def open_predictions(self) -> list[Prediction]:
+        return self.book.open_predictions()
+
+    def counters(self) -> dict[str, Any]:
+        return self.book.counters()

@@ -32,29 +32,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from ipaddress import IPv4Address
-from typing import Any
 
 from manetkit.daemon.engines.atra.config import AtraConfig
-from manetkit.daemon.engines.atra.scoring import Prediction, PredictionBook
+from manetkit.daemon.engines.atra.scoring import Prediction, ScoredPredictor
 from manetkit.daemon.engines.linkquality.smoothing import KalmanTrend
 
 LossOf = Callable[[float, IPv4Address], float | None]
 MAX_TRACKED = 1024  # neighbours with a filter; beyond that the one heard least recently goes
 
 
-class TrendPredictor:
+class TrendPredictor(ScoredPredictor):
     """Per-neighbour Kalman trend and the combined trigger; inputs stamped with ``now``."""
 
     def __init__(self, config: AtraConfig, loss_of: LossOf | None = None) -> None:
-        self.cfg = config
+        super().__init__(config)
         self.loss_of = loss_of
         self._filters: dict[IPv4Address, KalmanTrend] = {}
-        self._streak: dict[IPv4Address, int] = {}
-        self.book = PredictionBook(config)
-
-    @property
-    def predictions(self) -> int:
-        return self.book.predictions
 
     def _filter(self, neighbour: IPv4Address) -> KalmanTrend:
         k = self._filters.get(neighbour)
@@ -114,24 +107,6 @@ class TrendPredictor:
             and slope <= 0
         )
 
-    def link_failed(self, now: float, neighbour: IPv4Address, in_use: bool = True) -> str:
-        """The link really broke: scored by the book, dated when last heard."""
+    def _forget(self, neighbour: IPv4Address) -> tuple[bool, float | None]:
         k = self._filters.pop(neighbour, None)
-        self._streak.pop(neighbour, None)
-        last = k.at if k is not None and k.samples else None
-        return self.book.link_failed(now, neighbour, k is not None, last, in_use)
-
-    def handle_timer(self, now: float) -> list[Prediction]:
-        return self.book.handle_timer(now)
-
-    def get_timer(self) -> float | None:
-        return self.book.get_timer()
-
-    def predicted(self, neighbour: IPv4Address, now: float) -> bool:
-        return self.book.predicted(neighbour, now)
-
-    def open_predictions(self) -> list[Prediction]:
-        return self.book.open_predictions()
-
-    def counters(self) -> dict[str, Any]:
-        return self.book.counters()
+        return k is not None, k.at if k is not None and k.samples else None
