@@ -4,6 +4,8 @@ The compiler flags come from pkg-config (``ns3-wifi``, ``ns3-internet``, ...). A
 is cached under ``$MANETKIT_NS3_CACHE`` (default ``$XDG_CACHE_HOME/manetkit/ns3`` or
 ``~/.cache/manetkit/ns3``), named by a hash of its source, the flags and the ns-3
 version, so an edited program or another ns-3 rebuilds and an unchanged one does not.
+The programs share ``ns3/common.h`` (the radio's setup): it is compiled beside each of
+them and hashed with it.
 Without ns-3 the build fails with :class:`Ns3Unavailable`, naming the packages to install.
 """
 
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from manetkit.errors import UserError
@@ -45,10 +48,19 @@ def cache_dir() -> Path:
     return Path(base) / "manetkit" / "ns3"
 
 
+def _ns3_dir() -> Traversable:
+    return resources.files("manetkit.bench.oracle") / "ns3"
+
+
 def source(program: str) -> bytes:
     if program not in PROGRAMS:
         raise ValueError(f"program {program!r}: not one of {', '.join(PROGRAMS)}")
-    return (resources.files("manetkit.bench.oracle") / "ns3" / f"{program}.cc").read_bytes()
+    return (_ns3_dir() / f"{program}.cc").read_bytes()
+
+
+def headers() -> dict[str, bytes]:
+    """The headers the programs include (``common.h``), by name."""
+    return {h.name: h.read_bytes() for h in _ns3_dir().iterdir() if h.name.endswith(".h")}
 
 
 def _pkg_config(*args: str) -> str:
@@ -93,9 +105,14 @@ def build(program: str, cache: Path | None = None, cxx: str = "g++") -> Path:
     """The path of ``program``'s binary, compiled first if the cache has none for this
     source, these flags and this ns-3."""
     src = source(program)
+    hdrs = headers()
     flags = clean_flags(_pkg_config("--cflags", "--libs"))
     version = ns3_version()
-    key = hashlib.sha256(src + "\0".join([cxx, version, *flags]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(src)
+    for name in sorted(hdrs):
+        digest.update(f"\0{name}\0".encode() + hdrs[name])
+    digest.update("\0".join([cxx, version, *flags]).encode())
+    key = digest.hexdigest()[:16]
     cache = cache or cache_dir()
     binary = cache / f"{program}-{key}"
     if binary.exists():
@@ -106,6 +123,8 @@ def build(program: str, cache: Path | None = None, cxx: str = "g++") -> Path:
     with tempfile.TemporaryDirectory(dir=cache, prefix=f".{program}-") as tmp:
         cc = Path(tmp) / f"{program}.cc"
         cc.write_bytes(src)
+        for name, text in hdrs.items():
+            (Path(tmp) / name).write_bytes(text)
         out = Path(tmp) / program
         res = subprocess.run(
             [cxx, "-std=c++17", "-O2", "-o", str(out), str(cc), *flags],

@@ -2,8 +2,8 @@
 // `hops` 802.11b hops in ns-3 3.37 (Holland & Vaidya's chain table T_i).
 //
 // Nodes 0..hops on a line, `hopLength` metres apart, the same YansWifiPhy settings as
-// program "per" (log-distance path loss, optional Nakagami fading, noise figure, preamble
-// detection thresholds, NistErrorRateModel). IBSS (AdhocWifiMac, no QoS), unicast data at
+// program "per" (common.h: log-distance path loss, optional Nakagami fading, noise figure,
+// preamble detection thresholds, NistErrorRateModel). IBSS (AdhocWifiMac, no QoS), unicast data at
 // `rateMbps` (ConstantRateWifiManager), ACKs and retries as ns-3's 802.11 defaults, no
 // RTS/CTS. Static host routes along the chain and ARP caches filled before the start
 // (NeighborCacheHelper), so nothing is ever broadcast. One BulkSend TCP flow from node 0 to
@@ -14,12 +14,12 @@
 //
 // Built by manetkit.bench.oracle.build against Debian's libns3-dev.
 
+#include "common.h"
+
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
-#include "ns3/mobility-module.h"
 #include "ns3/network-module.h"
-#include "ns3/propagation-module.h"
 #include "ns3/wifi-module.h"
 
 #include <iomanip>
@@ -54,21 +54,6 @@ OnDataFailed(Mac48Address)
     g_macRetries++;
 }
 
-std::string
-ModeName(double rateMbps)
-{
-    if (rateMbps == 1)
-        return "DsssRate1Mbps";
-    if (rateMbps == 2)
-        return "DsssRate2Mbps";
-    if (rateMbps == 5.5)
-        return "DsssRate5_5Mbps";
-    if (rateMbps == 11)
-        return "DsssRate11Mbps";
-    NS_ABORT_MSG("rateMbps " << rateMbps << " is not an 802.11b rate");
-    return "";
-}
-
 } // namespace
 
 int
@@ -79,16 +64,7 @@ main(int argc, char* argv[])
     double rateMbps = 11;
     double duration = 30;
     double warmup = 5;
-    double txPowerDbm = 16.0206;
-    double antennaGain = 0;
-    double exponent = 3.0;
-    double referenceDistance = 1.0;
-    double referenceLoss = 40.0953;
-    double nakagamiM = 0;
-    double noiseFigure = 7;
-    double preambleMinRssi = -97;
-    double preambleMinSnr = -5;
-    double ccaEdThreshold = -62;
+    oracle::PhyParams params;
     uint32_t segmentSize = 1448;
     uint32_t seed = 1;
     uint64_t run = 1;
@@ -99,16 +75,7 @@ main(int argc, char* argv[])
     cmd.AddValue("rateMbps", "unicast data rate (Mbit/s)", rateMbps);
     cmd.AddValue("duration", "seconds the flow runs", duration);
     cmd.AddValue("warmup", "seconds from the flow's start before counting", warmup);
-    cmd.AddValue("txPowerDbm", "transmit power (dBm)", txPowerDbm);
-    cmd.AddValue("antennaGain", "antenna gain of the sender and the receivers (dBi)", antennaGain);
-    cmd.AddValue("exponent", "log-distance path loss exponent", exponent);
-    cmd.AddValue("referenceDistance", "log-distance reference distance (m)", referenceDistance);
-    cmd.AddValue("referenceLoss", "log-distance loss at the reference distance (dB)", referenceLoss);
-    cmd.AddValue("nakagamiM", "Nakagami m in every distance band (0: no fading)", nakagamiM);
-    cmd.AddValue("noiseFigure", "receiver noise figure (dB)", noiseFigure);
-    cmd.AddValue("preambleMinRssi", "ThresholdPreambleDetectionModel MinimumRssi (dBm)", preambleMinRssi);
-    cmd.AddValue("preambleMinSnr", "ThresholdPreambleDetectionModel Threshold (dB)", preambleMinSnr);
-    cmd.AddValue("ccaEdThreshold", "CCA energy-detect threshold (dBm)", ccaEdThreshold);
+    params.AddValues(cmd);
     cmd.AddValue("segmentSize", "TCP segment size (bytes)", segmentSize);
     cmd.AddValue("seed", "RngSeed", seed);
     cmd.AddValue("run", "RngRun", run);
@@ -121,46 +88,12 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segmentSize));
     Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpCubic::GetTypeId()));
 
-    const std::string mode = ModeName(rateMbps);
-    NodeContainer nodes;
-    nodes.Create(hops + 1);
-    MobilityHelper mobility;
-    Ptr<ListPositionAllocator> pos = CreateObject<ListPositionAllocator>();
-    for (uint32_t i = 0; i <= hops; ++i)
-    {
-        pos->Add(Vector(i * hopLength, 0, 0));
-    }
-    mobility.SetPositionAllocator(pos);
-    mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
-    mobility.Install(nodes);
-
-    YansWifiChannelHelper channel;
-    channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
-    channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel",
-                               "Exponent", DoubleValue(exponent),
-                               "ReferenceDistance", DoubleValue(referenceDistance),
-                               "ReferenceLoss", DoubleValue(referenceLoss));
-    if (nakagamiM > 0)
-    {
-        channel.AddPropagationLoss("ns3::NakagamiPropagationLossModel",
-                                   "m0", DoubleValue(nakagamiM),
-                                   "m1", DoubleValue(nakagamiM),
-                                   "m2", DoubleValue(nakagamiM));
-    }
+    const std::string mode = oracle::DsssModeName(rateMbps);
+    NS_ABORT_MSG_IF(mode.empty(), "rateMbps " << rateMbps << " is not an 802.11b rate");
+    NodeContainer nodes = oracle::NodesOnALine(hops + 1, hopLength);
 
     YansWifiPhyHelper phy;
-    phy.SetChannel(channel.Create());
-    phy.Set("TxPowerStart", DoubleValue(txPowerDbm));
-    phy.Set("TxPowerEnd", DoubleValue(txPowerDbm));
-    phy.Set("TxGain", DoubleValue(antennaGain));
-    phy.Set("RxGain", DoubleValue(antennaGain));
-    phy.Set("RxNoiseFigure", DoubleValue(noiseFigure));
-    phy.Set("CcaEdThreshold", DoubleValue(ccaEdThreshold));
-    phy.Set("ChannelSettings", StringValue("{1, 22, BAND_2_4GHZ, 0}"));
-    phy.SetErrorRateModel("ns3::NistErrorRateModel");
-    phy.SetPreambleDetectionModel("ns3::ThresholdPreambleDetectionModel",
-                                  "MinimumRssi", DoubleValue(preambleMinRssi),
-                                  "Threshold", DoubleValue(preambleMinSnr));
+    params.Configure(phy, "{1, 22, BAND_2_4GHZ, 0}");
 
     WifiHelper wifi;
     wifi.SetStandard(WIFI_STANDARD_80211b);
@@ -232,18 +165,9 @@ main(int argc, char* argv[])
     out << "{\"program\": \"chain\", \"hops\": " << hops << ", \"hop_length_m\": " << hopLength
         << ", \"rate_mbps\": " << rateMbps << ", \"mode\": \"" << mode << "\""
         << ", \"tcp\": \"TcpCubic\", \"segment_bytes\": " << segmentSize
-        << ", \"duration_s\": " << duration << ", \"warmup_s\": " << warmup
-        << ", \"params\": {\"tx_power_dbm\": " << txPowerDbm
-        << ", \"antenna_gain_dbi\": " << antennaGain
-        << ", \"path_loss_exponent\": " << exponent
-        << ", \"reference_distance_m\": " << referenceDistance
-        << ", \"reference_loss_db\": " << referenceLoss
-        << ", \"nakagami_m\": " << (nakagamiM > 0 ? std::to_string(nakagamiM) : "null")
-        << ", \"noise_figure_db\": " << noiseFigure
-        << ", \"preamble_min_rssi_dbm\": " << preambleMinRssi
-        << ", \"preamble_min_snr_db\": " << preambleMinSnr
-        << ", \"cca_ed_threshold_dbm\": " << ccaEdThreshold << "}"
-        << ", \"seed\": " << seed << ", \"run\": " << run
+        << ", \"duration_s\": " << duration << ", \"warmup_s\": " << warmup;
+    params.WriteJson(out);
+    out << ", \"seed\": " << seed << ", \"run\": " << run
         << ", \"received_bytes\": " << (total - g_rxAtWarmup) << ", \"throughput_mbps\": " << mbps
         << ", \"mac_data_failures\": " << g_macRetries
         << ", \"mac_final_failures\": " << g_macFinalFailures << "}";

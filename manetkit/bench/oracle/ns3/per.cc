@@ -15,10 +15,10 @@
 //
 // Built by manetkit.bench.oracle.build against Debian's libns3-dev (pkg-config ns3-wifi...).
 
+#include "common.h"
+
 #include "ns3/core-module.h"
-#include "ns3/mobility-module.h"
 #include "ns3/network-module.h"
-#include "ns3/propagation-module.h"
 #include "ns3/wifi-module.h"
 
 #include <cmath>
@@ -85,14 +85,9 @@ ModeName(const std::string& standard, double rateMbps)
 {
     if (standard == "802.11b")
     {
-        if (rateMbps == 1)
-            return "DsssRate1Mbps";
-        if (rateMbps == 2)
-            return "DsssRate2Mbps";
-        if (rateMbps == 5.5)
-            return "DsssRate5_5Mbps";
-        if (rateMbps == 11)
-            return "DsssRate11Mbps";
+        const std::string mode = oracle::DsssModeName(rateMbps);
+        if (!mode.empty())
+            return mode;
     }
     else if (standard == "802.11g")
     {
@@ -118,16 +113,7 @@ main(int argc, char* argv[])
     uint32_t frames = 1000;
     double step = 10;
     double maxDistance = 300;
-    double txPowerDbm = 16.0206;
-    double antennaGain = 0;
-    double exponent = 3.0;
-    double referenceDistance = 1.0;
-    double referenceLoss = 40.0953;
-    double nakagamiM = 0; // 0: no fading
-    double noiseFigure = 7;
-    double preambleMinRssi = -97;
-    double preambleMinSnr = -5;
-    double ccaEdThreshold = -62;
+    oracle::PhyParams params;
     uint32_t seed = 1;
     uint64_t run = 1;
 
@@ -138,16 +124,7 @@ main(int argc, char* argv[])
     cmd.AddValue("frames", "frames sent", frames);
     cmd.AddValue("step", "distance between receivers (m)", step);
     cmd.AddValue("maxDistance", "farthest receiver (m)", maxDistance);
-    cmd.AddValue("txPowerDbm", "transmit power (dBm)", txPowerDbm);
-    cmd.AddValue("antennaGain", "antenna gain of the sender and the receivers (dBi)", antennaGain);
-    cmd.AddValue("exponent", "log-distance path loss exponent", exponent);
-    cmd.AddValue("referenceDistance", "log-distance reference distance (m)", referenceDistance);
-    cmd.AddValue("referenceLoss", "log-distance loss at the reference distance (dB)", referenceLoss);
-    cmd.AddValue("nakagamiM", "Nakagami m in every distance band (0: no fading)", nakagamiM);
-    cmd.AddValue("noiseFigure", "receiver noise figure (dB)", noiseFigure);
-    cmd.AddValue("preambleMinRssi", "ThresholdPreambleDetectionModel MinimumRssi (dBm)", preambleMinRssi);
-    cmd.AddValue("preambleMinSnr", "ThresholdPreambleDetectionModel Threshold (dB)", preambleMinSnr);
-    cmd.AddValue("ccaEdThreshold", "CCA energy-detect threshold (dBm)", ccaEdThreshold);
+    params.AddValues(cmd);
     cmd.AddValue("seed", "RngSeed", seed);
     cmd.AddValue("run", "RngRun", run);
     cmd.Parse(argc, argv);
@@ -161,48 +138,11 @@ main(int argc, char* argv[])
     const std::string mode = ModeName(standard, rateMbps);
     const uint32_t nRx = static_cast<uint32_t>(std::floor(maxDistance / step + 1e-9));
 
-    NodeContainer nodes;
-    nodes.Create(1 + nRx);
-    MobilityHelper mobility;
-    Ptr<ListPositionAllocator> pos = CreateObject<ListPositionAllocator>();
-    pos->Add(Vector(0, 0, 0));
-    for (uint32_t i = 1; i <= nRx; ++i)
-    {
-        pos->Add(Vector(i * step, 0, 0));
-    }
-    mobility.SetPositionAllocator(pos);
-    mobility.SetMobilityModel("ns3::ConstantPositionMobilityModel");
-    mobility.Install(nodes);
-
-    YansWifiChannelHelper channel;
-    channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
-    channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel",
-                               "Exponent", DoubleValue(exponent),
-                               "ReferenceDistance", DoubleValue(referenceDistance),
-                               "ReferenceLoss", DoubleValue(referenceLoss));
-    if (nakagamiM > 0)
-    {
-        channel.AddPropagationLoss("ns3::NakagamiPropagationLossModel",
-                                   "m0", DoubleValue(nakagamiM),
-                                   "m1", DoubleValue(nakagamiM),
-                                   "m2", DoubleValue(nakagamiM));
-    }
+    NodeContainer nodes = oracle::NodesOnALine(1 + nRx, step);
 
     YansWifiPhyHelper phy;
-    phy.SetChannel(channel.Create());
-    phy.Set("TxPowerStart", DoubleValue(txPowerDbm));
-    phy.Set("TxPowerEnd", DoubleValue(txPowerDbm));
-    phy.Set("TxGain", DoubleValue(antennaGain));
-    phy.Set("RxGain", DoubleValue(antennaGain));
-    phy.Set("RxNoiseFigure", DoubleValue(noiseFigure));
-    phy.Set("CcaEdThreshold", DoubleValue(ccaEdThreshold));
-    phy.Set("ChannelSettings",
-            StringValue(standard == "802.11b" ? "{1, 22, BAND_2_4GHZ, 0}"
-                                              : "{1, 20, BAND_2_4GHZ, 0}"));
-    phy.SetErrorRateModel("ns3::NistErrorRateModel");
-    phy.SetPreambleDetectionModel("ns3::ThresholdPreambleDetectionModel",
-                                  "MinimumRssi", DoubleValue(preambleMinRssi),
-                                  "Threshold", DoubleValue(preambleMinSnr));
+    params.Configure(phy,
+                     standard == "802.11b" ? "{1, 22, BAND_2_4GHZ, 0}" : "{1, 20, BAND_2_4GHZ, 0}");
 
     WifiHelper wifi;
     wifi.SetStandard(standard == "802.11b" ? WIFI_STANDARD_80211b : WIFI_STANDARD_80211g);
@@ -253,18 +193,9 @@ main(int argc, char* argv[])
     out << "{\"program\": \"per\", \"standard\": \"" << standard << "\", \"rate_mbps\": " << rateMbps
         << ", \"mode\": \"" << mode << "\", \"psdu_bytes\": " << psduBytes
         << ", \"frames\": " << frames << ", \"interval_s\": " << interval.GetSeconds()
-        << ", \"airtime_s\": " << airtime.GetSeconds()
-        << ", \"params\": {\"tx_power_dbm\": " << txPowerDbm
-        << ", \"antenna_gain_dbi\": " << antennaGain
-        << ", \"path_loss_exponent\": " << exponent
-        << ", \"reference_distance_m\": " << referenceDistance
-        << ", \"reference_loss_db\": " << referenceLoss
-        << ", \"nakagami_m\": " << (nakagamiM > 0 ? std::to_string(nakagamiM) : "null")
-        << ", \"noise_figure_db\": " << noiseFigure
-        << ", \"preamble_min_rssi_dbm\": " << preambleMinRssi
-        << ", \"preamble_min_snr_db\": " << preambleMinSnr
-        << ", \"cca_ed_threshold_dbm\": " << ccaEdThreshold << "}"
-        << ", \"seed\": " << seed << ", \"run\": " << run << ", \"points\": [";
+        << ", \"airtime_s\": " << airtime.GetSeconds();
+    params.WriteJson(out);
+    out << ", \"seed\": " << seed << ", \"run\": " << run << ", \"points\": [";
     for (uint32_t i = 0; i < nRx; ++i)
     {
         const Counters& c = g_counters[i];
