@@ -282,8 +282,8 @@ def _forwarding_with_and_without_auth(
                     _start_daemons(mesh, (2,), **over)
                     r = _blast(mesh, 0x88B5, seconds, packet)
                     st = mesh.status(2)
-                    r["drops"] = st["counters"]["drops"]
-                    r["auth"] = st["counters"]["auth"]
+                    r["drops"] = dict(st.counters.drops)
+                    r["auth"] = dict(st.counters.auth) if st.counters.auth is not None else None
                     r["cpu_us_per_packet"] = (
                         r["forwarder_cpu_pct"] / 100 / r["pps"] * 1e6 if r["pps"] else 0.0
                     )

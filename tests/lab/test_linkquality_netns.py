@@ -30,15 +30,18 @@ def shortcuts(lab: str) -> set[tuple[int, int]]:
     """Links longer than one chain step in any node's cached paths."""
     out = set()
     for node in NODES:
-        for p in status(lab, node)["engine"]["paths"]:
-            out |= {h for h in hops(p["path"]) if abs(h[0] - h[1]) > 1}
+        for p in status(lab, node).engine.paths:  # type: ignore[union-attr]
+            out |= {h for h in hops(p.path) if abs(h[0] - h[1]) > 1}
     return out
 
 
 def heard_everyone(lab: str) -> bool:
     """n1 has signal samples of its 90 m and 180 m neighbours (admission can judge)."""
-    nbs = {n["address"]: n for n in status(lab, "n1")["neighbours"]}
-    return all(nbs.get(a, {}).get("signal_dbm") is not None for a in ("10.42.0.2", "10.42.0.3"))
+    st = status(lab, "n1")
+    return all(
+        (n := st.neighbour(a)) is not None and n.signal_dbm is not None
+        for a in ("10.42.0.2", "10.42.0.3")
+    )
 
 
 @pytest.mark.parametrize("admission", [False, True], ids=["off", "admission"])
@@ -50,19 +53,19 @@ def test_admission_keeps_routes_off_the_gray_shortcuts(lab_factory, admission) -
         wait_ping(lab, "n1", N5, timeout=30)
         nsexec(lab, "n1", "ping", "-c", "10", "-i", "0.2", "-W", "1", N5, check=False)
         cut = shortcuts(lab)
-        refused = sum(
-            status(lab, n)["engine"]["counters"].get("link-not-admitted", 0) for n in NODES
-        )
+        refused = sum(status(lab, n).engine.counters.get("link-not-admitted", 0) for n in NODES)
         if not admission:
             assert cut, "no route over a 180 m link: the gray zone did not show"
             assert refused == 0
             return
         assert cut == set()
         assert refused > 0
-        to5 = [hops(p["path"]) for p in status(lab, "n1")["engine"]["paths"] if N5 in p["path"]]
+        n1 = status(lab, "n1").engine
+        to5 = [hops(p.path) for p in n1.paths if N5 in p.path]  # type: ignore[union-attr]
         assert to5 in ([], [[(1, 2), (2, 3), (3, 4), (4, 5)]])  # none left, or the 90 m one
-        lq = status(lab, "n1")["engine"]["link_quality"]
-        admitted = {r["neighbour"]: r["admitted"] for r in lq["links"]}
+        lq = status(lab, "n1").engine.link_quality  # type: ignore[union-attr]
+        assert lq is not None
+        admitted = {r.neighbour: r.admitted for r in lq.links}
         assert admitted["10.42.0.2"] is True and admitted["10.42.0.3"] is False
     finally:
         manetkit("lab", "down", "--name", lab, check=False)

@@ -75,11 +75,11 @@ def test_forged_source_route_black_hole(chain, secured, record_property):
     wait_for(lambda: ping(mesh, N3, 1) == 1, 20, "n1 reaches n3 through n2")
     sent = rogue(mesh, 4, mesh.mac(1), "dsr-data", "--src", N3, "--dst", N1, "--count", "40")
     st = mesh.status(1)
-    neighbours = {n["address"]: n["mac"] for n in st["neighbours"]}
-    paths = [p["path"] for p in st["engine"]["paths"] if p["dst"] == N3]
+    neighbours = {n.address: n.mac for n in st.neighbours}
+    paths = [p.path for p in st.engine.paths if p.dst == N3]  # type: ignore[union-attr]
     got = ping(mesh, N3, 10)
     record_property("attack", {"sent": sent, "neighbours": neighbours, "paths": paths,
-                               "ping": got, "counters": st["engine"]["counters"]})  # fmt: skip
+                               "ping": got, "counters": st.engine.counters})  # fmt: skip
     print(f"secured={secured}: n1 neighbours {neighbours}, paths to n3 {paths}, ping {got}/10")
     if not secured:
         # The damage: n3 'is' the rogue, one hop away; n1's packets to n3 vanish.
@@ -88,7 +88,7 @@ def test_forged_source_route_black_hole(chain, secured, record_property):
     else:
         assert N3 not in neighbours, neighbours
         assert paths and all(p == [N1, N2, N3] for p in paths), paths
-        assert st["engine"]["counters"].get("unsigned-not-learned", 0) >= 1
+        assert st.engine.counters.get("unsigned-not-learned", 0) >= 1
         assert got == 10
 
 
@@ -118,17 +118,17 @@ def test_own_source_data_flood_starts_no_discovery(pair, record_property):
             flood.wait()
     sent = json.loads(out.strip().splitlines()[-1])
     st = mesh.status(1)
-    eng = st["engine"]
+    eng = st.engine
     grown = rss_kib(pid) - rss0
     record_property("flood", sent)
-    record_property("victim", {"own_source": eng["counters"].get("own-source"),
-                               "discoveries": len(eng["discoveries"]), "rss_growth_kib": grown,
-                               "send_buffer": st["send_buffer"]["packets"], "ping": got})  # fmt: skip
-    print(f"own-source flood {sent}: counters {eng['counters']}, discoveries "
-          f"{len(eng['discoveries'])}, RSS +{grown} KiB, ping {got}/10")  # fmt: skip
+    record_property("victim", {"own_source": eng.counters.get("own-source"),
+                               "discoveries": len(eng.discoveries),  # type: ignore[union-attr] "rss_growth_kib": grown,
+                               "send_buffer": st.send_buffer.packets, "ping": got})  # fmt: skip
+    print(f"own-source flood {sent}: counters {eng.counters}, discoveries "
+          f"{len(eng.discoveries)}, RSS +{grown} KiB, ping {got}/10")  # fmt: skip
     assert sent["sent"] >= 2500, sent
-    assert eng["counters"].get("own-source", 0) >= sent["sent"] * 0.9
-    assert eng["discoveries"] == []
-    assert st["send_buffer"]["packets"] == 0
+    assert eng.counters.get("own-source", 0) >= sent["sent"] * 0.9
+    assert eng.discoveries == []  # type: ignore[union-attr]
+    assert st.send_buffer.packets == 0
     assert grown < 8 * 1024, f"victim RSS grew {grown} KiB"
     assert got == 10
