@@ -62,10 +62,10 @@ channels. docs/medium.md lists the rest.
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 from collections import deque
+from heapq import heappop, heappush
 
 from manetkit.lab.medium.airtime import (
     ACK_BYTES,
@@ -78,7 +78,14 @@ from manetkit.lab.medium.airtime import (
     ppdu_us,
 )
 from manetkit.lab.medium.channel import Channel, LinkBudget, usable_distance_m
-from manetkit.lab.medium.errormodels import BitErrorTable, frame_layout
+from manetkit.lab.medium.errormodels import (
+    GRID_PER_DB,
+    GRID_START,
+    MAX_SINR_DB,
+    MIN_SINR_DB,
+    BitErrorTable,
+    frame_layout,
+)
 from manetkit.lab.medium.fading import CLARKE_COHERENCE, NakagamiFading
 from manetkit.lab.medium.linktable import realistic_link_table
 from manetkit.lab.medium.macbase import CONTEND, COUNTERS, IDLE, TX, Delivery, MacBase, TxStatus
@@ -103,6 +110,35 @@ def _rssi(watts: float) -> float:
     return float(round(10.0 * math.log10(watts * 1000.0)))
 
 
+def _chunk_lp(p: _Ppdu, a: float, t: float, sinr_db: float) -> float:
+    """The log success of the bits of ``p`` sent between ``a`` and ``t`` at ``sinr_db``:
+    the PLCP header's at the header mode, the payload's at the frame's rate (ns-3
+    ``InterferenceHelper::CalculatePhyHeaderSectionPsr`` / ``CalculatePayloadPer``).
+
+    :meth:`BitErrorTable.lpb_db` inlined on the grids the layout holds: this runs for
+    every receiver of every transmission, and the SINR is the same for both sections.
+    """
+    _, h0, h1, hgrid, hbps, pgrid, pbps = p.lay
+    start = p.start
+    h0 += start
+    h1 += start
+    lp = 0.0
+    ov_header = min(t, h1) - max(a, h0)
+    ov_payload = min(t, p.end) - max(a, h1)
+    if sinr_db <= MIN_SINR_DB:
+        hl = pl = -math.inf
+    elif sinr_db >= MAX_SINR_DB:
+        hl = pl = 0.0
+    else:
+        k = round(sinr_db * GRID_PER_DB) - GRID_START
+        hl, pl = hgrid[k], pgrid[k]
+    if ov_header > 0:
+        lp += ov_header * hbps * hl
+    if ov_payload > 0:
+        lp += ov_payload * pbps * pl
+    return lp
+
+
 class _Ppdu:
     """One transmission on the air and where each section of it lies (seconds)."""
 
@@ -123,7 +159,7 @@ class _Ppdu:
         self.xchg = xchg
         self.start = start
         self.end = end
-        self.lay = lay  # RealisticMedium._layout's tuple
+        self.lay = lay  # RealisticMedium._layout's tuple (_chunk_lp reads it)
         self.pw: list[float] = []  # received power at every node (0: out of earshot)
         self.locked_rx: list[int] = []  # nodes that locked onto it (some may have left)
 
@@ -222,6 +258,12 @@ class _Node:
         self.nq = 0  # frames in all its queues
 
 
+# What _send needs of one listener r of a sender i, fixed for a snapshot: r, its node,
+# the mean power it receives i at and its noise (W), the pair's index in the held fades,
+# and whether the link i->r is forced down (no reception; carrier sense still).
+_Listener = tuple[int, _Node, float, float, int, bool]
+
+
 class RealisticMedium(MacBase[LinkBudget, _Node]):
     """The shared channel of one lab under a realistic profile (module docstring)."""
 
@@ -307,6 +349,10 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self._fading_on = profile.nakagami_m is not None and profile.nakagami_m > 0
         self._coh_k = CLARKE_COHERENCE * SPEED_OF_LIGHT / profile.frequency_hz
         self._layouts: dict[tuple[int, float], tuple] = {}
+        # The fade each pair holds (index i * n + j, i < j): until when, and its gain.
+        # Lists, not NakagamiFading's dict: _send reads them for every listener.
+        self._fade_until = [-math.inf] * (n * n)
+        self._fade_gain = [1.0] * (n * n)
 
         self.nodes = [_Node(k) for k in range(n)]
         for nd in self.nodes:
@@ -341,9 +387,11 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         )
 
     def _layout(self, mpdu: int, rate: float) -> tuple:
-        """(duration, header start, header end, header mode, header bits/s, payload mode,
-        payload bits/s) of a PPDU, seconds from its start; bits counted on the unscaled
-        802.11 time so ``airtime_scale`` does not change the physics."""
+        """(duration, header start, header end, header mode's grid, header bits/s,
+        payload mode's grid, payload bits/s) of a PPDU, seconds from its start; bits
+        counted on the unscaled 802.11 time so ``airtime_scale`` does not change the
+        physics. A grid is the mode's log success per bit on :class:`BitErrorTable`'s
+        SINR grid (``_chunk_lp`` looks it up)."""
         key = (mpdu, rate)
         lay = self._layouts.get(key)
         if lay is None:
@@ -353,9 +401,9 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 fl.end_us * us,
                 fl.header_start_us * us,
                 fl.header_end_us * us,
-                fl.header_mode,
+                self.table.grid(fl.header_mode),
                 fl.header_bits_per_us / us,
-                fl.payload_mode,
+                self.table.grid(fl.payload_mode),
                 fl.payload_bits_per_us / us,
             )
         return lay
@@ -364,7 +412,30 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
 
     def _snap(self, t: float) -> LinkBudget:
         self._mobile = self.world.mobile  # _send's inlined refresh test reads it
+        # each sender's listeners under this snapshot, built on its first transmission
+        self._rows: list[list[_Listener] | None] = [None] * self.n
         return self.channel.snapshot(t)
+
+    def _listeners(self, i: int) -> list[_Listener]:
+        """Node ``i``'s listeners under the current snapshot (cached in ``_rows``)."""
+        snap = self.snapshot
+        n = self.n
+        mean = snap.mean_w[i]
+        noise = snap.noise_w
+        blocked = snap.blocked
+        nodes = self.nodes
+        rows = self._rows[i] = [
+            (
+                r,
+                nodes[r],
+                mean[r],
+                noise[r],
+                i * n + r if i < r else r * n + i,
+                i * n + r in blocked,
+            )
+            for r in snap.audible[i]
+        ]
+        return rows
 
     def _drop_queued(self, nd: _Node) -> None:
         for ac in range(4):
@@ -391,7 +462,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         heap = self._heap
         nodes = self.nodes
         while heap and heap[0][0] <= now:
-            t, kind, _, i, gen, obj = heapq.heappop(heap)
+            t, kind, _, i, gen, obj = heappop(heap)
             if kind == _END:
                 self._end(obj, t)
             elif kind == _START:
@@ -406,14 +477,14 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         heap = self._heap
         nodes = self.nodes
         while heap and heap[0][1] == _START and heap[0][4] != nodes[heap[0][3]].gen:
-            heapq.heappop(heap)
+            heappop(heap)
         return heap[0][0] if heap else None
 
     # --- contention -------------------------------------------------------------------
 
     def _push(self, t: float, kind: int, i: int, gen: int = 0, obj: object = None) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, kind, self._seq, i, gen, obj))
+        heappush(self._heap, (t, kind, self._seq, i, gen, obj))
 
     def _contend(self, i: int, t: float) -> None:
         nd = self.nodes[i]
@@ -493,13 +564,17 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             self._send(i, ACK, x, t, ACK_BYTES, self.basic)
 
     def _send(self, i: int, kind: int, x: _Exchange, t: float, mpdu: int, rate: float) -> None:
-        """Put one PPDU on the air from node ``i``."""
+        """Put one PPDU on the air from node ``i``: its power at every listener (the mean
+        power times the held fade), who locks onto it, and whose CCA it makes busy.
+
+        The hot loop of the realistic MAC (every listener of every transmission): what
+        the snapshot fixes comes from ``_listeners``' rows, and everything read per
+        listener is a local."""
         lay = self._layout(mpdu, rate)
         dur = lay[0]
         end = t + dur
         p = _Ppdu(i, kind, x, t, end, lay)
-        nodes = self.nodes
-        nd = nodes[i]
+        nd = self.nodes[i]
         c = self._counters
         self._ppdus += 1
         self._airtime += dur
@@ -514,13 +589,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             self._mobile and t - snap.t >= self.refresh_s
         ):
             snap = self.refresh(t)
-        mean = snap.mean_w[i]
-        noise = snap.noise_w
-        blocked = snap.blocked
-        n = self.n
+        rows = self._rows[i]
+        if rows is None:
+            rows = self._listeners(i)
         fading = self._fading_on
         if fading:
-            held = self.fading._held
+            fade_until, fade_gain = self._fade_until, self._fade_gain
             draw = self.fading.draw
             coh = self.profile.coherence_time_s
             vmin = self.profile.fading_min_speed_mps
@@ -533,37 +607,31 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         # when they decode it, EIFS when they do not (the same instant).
         hold = end + self.sifs + self._ack if kind == DATA else end
         slot, aifs = self.slot, self.aifs
-        pw = p.pw = [0.0] * n
+        pw = p.pw = [0.0] * self.n
         locked_rx = p.locked_rx
         air = self._air
         chunk = self._chunk
-        push = self._push
-        for r in snap.audible[i]:
-            pr = mean[r]
+        heap = self._heap
+        seq = self._seq
+        for r, m, pr, noise, key, blocked in rows:
             if fading:
-                key = i * n + r if i < r else r * n + i
-                h = held.get(key)
-                if h is None or t >= h[0]:
-                    g = draw()
-                    tc = coh if coh is not None else k / max(vi + speed[r], vmin)
-                    held[key] = (t + tc, g)
-                    pr *= g
-                else:
-                    pr *= h[1]
+                if t >= fade_until[key]:  # the pair's fade is older than its coherence time
+                    fade_gain[key] = draw()
+                    fade_until[key] = t + (coh if coh is not None else k / max(vi + speed[r], vmin))
+                pr *= fade_gain[key]
             pw[r] = pr
-            m = nodes[r]
             lk = m.locked
             if lk is not None and lk.end <= t:
                 lk = m.locked = None  # that frame has ended
             until = end if pr >= ed_w else 0.0
             if lk is not None:
-                chunk(m, lk, t, noise[r])  # the interference is about to change
+                chunk(m, lk, t, noise)  # the interference is about to change
                 if (
                     capture
                     and pr >= capture * m.lock_pw
                     and pr >= detect_w
                     and m.tx_until <= t
-                    and (not blocked or i * n + r not in blocked)
+                    and not blocked
                 ):
                     c["captured"] += 1
                     m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
@@ -571,14 +639,11 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                     until = hold
             elif pr >= detect_w and m.tx_until <= t and m.attached:
                 other = 0.0
-                if air:
-                    for q in air:
-                        other += q.pw[r]
-                if pr >= detect_snr * (noise[r] + other) and (
-                    not blocked or i * n + r not in blocked
-                ):
+                for q in air:
+                    other += q.pw[r]
+                if pr >= detect_snr * (noise + other) and not blocked:
                     m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
-                    m.lock_hit = other > 1e-3 * noise[r]
+                    m.lock_hit = other > 1e-3 * noise
                     locked_rx.append(r)
                     until = hold
             if until > m.busy_until:  # CCA busy: freeze its countdown (see _defer)
@@ -590,7 +655,9 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                     m.count_from = until + aifs[m.ac]
                     m.start_at = m.count_from + m.backoff * slot
                     m.gen += 1
-                    push(m.start_at, _START, r, m.gen)
+                    seq += 1  # self._push, inlined
+                    heappush(heap, (m.start_at, _START, seq, r, m.gen, None))
+        self._seq = seq
         air.append(p)
         self._push(end, _END, i, 0, p)
 
@@ -608,19 +675,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 interference += q.pw[r]
         if interference > 1e-3 * noise_w:
             m.lock_hit = True
-        sinr_db = 10.0 * math.log10(m.lock_pw / (noise_w + interference))
-        lpb = self.table.lpb_db
-        _, h0, h1, hmode, hbps, pmode, pbps = p.lay
-        h0 += p.start
-        h1 += p.start
-        lp = 0.0
-        ov = min(t, h1) - max(a, h0)
-        if ov > 0:
-            lp += ov * hbps * lpb(hmode, sinr_db)
-        ov = min(t, p.end) - max(a, h1)
-        if ov > 0:
-            lp += ov * pbps * lpb(pmode, sinr_db)
-        m.lock_lp += lp
+        m.lock_lp += _chunk_lp(p, a, t, 10.0 * math.log10(m.lock_pw / (noise_w + interference)))
         m.lock_t = t
 
     def _decoded(self, m: _Node) -> bool:
