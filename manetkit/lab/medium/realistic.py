@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
+from collections.abc import Callable
 from heapq import heappop, heappush
 
 from manetkit.lab.medium.airtime import (
@@ -108,6 +109,17 @@ _ACS = (3, 2, 1, 0)  # service order: VO, VI, BE, BK
 def _rssi(watts: float) -> float:
     """Received power in whole dBm, nl80211's resolution."""
     return float(round(10.0 * math.log10(watts * 1000.0)))
+
+
+def _randbelow(getrandbits: Callable[[int], int], n: int) -> int:
+    """Uniform in 0..n-1: ``random.randint(0, n - 1)``'s own draws (CPython's
+    ``Random._randbelow_with_getrandbits``: rejection sampling on ``n.bit_length()``
+    bits), without randint's and randrange's argument checks on every backoff."""
+    k = n.bit_length()
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return r
 
 
 def _chunk_lp(p: _Ppdu, a: float, t: float, sinr_db: float) -> float:
@@ -301,6 +313,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self.profile = profile
         self.rts_threshold = rts_threshold
         self.short_preamble = short_preamble
+        self._getrandbits = self.rng.getrandbits  # _contend's backoff draws
         self.fading = NakagamiFading(
             profile.nakagami_m or None, random.Random(f"manetkit-fading:{seed}")
         )
@@ -463,11 +476,11 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         nodes = self.nodes
         while heap and heap[0][0] <= now:
             t, kind, _, i, gen, obj = heappop(heap)
-            if kind == _END:
-                self._end(obj, t)
-            elif kind == _START:
+            if kind == _START:  # the commonest: most are void (a newer start replaced them)
                 if gen == nodes[i].gen:
                     self._start(i, t)
+            elif kind == _END:
+                self._end(obj, t)
             elif kind == _RESPOND:
                 self._respond(i, obj, t)
             elif nodes[i].pending[obj.ac] is obj and obj.attempt == gen:
@@ -476,9 +489,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
     def get_timer(self) -> float | None:
         heap = self._heap
         nodes = self.nodes
-        while heap and heap[0][1] == _START and heap[0][4] != nodes[heap[0][3]].gen:
-            heappop(heap)
-        return heap[0][0] if heap else None
+        while heap:
+            top = heap[0]
+            if top[1] != _START or top[4] == nodes[top[3]].gen:
+                return top[0]
+            heappop(heap)  # a void start
+        return None
 
     # --- contention -------------------------------------------------------------------
 
@@ -488,15 +504,19 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
 
     def _contend(self, i: int, t: float) -> None:
         nd = self.nodes[i]
-        ac = next((a for a in _ACS if nd.queues[a]), None)
-        if ac is None:
+        queues = nd.queues
+        for ac in _ACS:
+            if queues[ac]:
+                break
+        else:
             nd.state = IDLE
             return
         nd.state = CONTEND
         nd.ac = ac
-        nd.backoff = self.rng.randint(0, nd.cw[ac])
-        nd.count_from = max(t, nd.busy_until) + self.aifs[ac]
-        nd.start_at = nd.count_from + nd.backoff * self.slot
+        nd.backoff = b = _randbelow(self._getrandbits, nd.cw[ac] + 1)
+        busy = nd.busy_until
+        nd.count_from = (t if t >= busy else busy) + self.aifs[ac]
+        nd.start_at = nd.count_from + b * self.slot
         nd.gen += 1
         self._push(nd.start_at, _START, i, nd.gen)
 
@@ -583,7 +603,8 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             c["aborted"] += 1
         nd.locked = None
         nd.tx_until = end
-        self._defer(i, t, end, own=True)
+        if end > nd.busy_until:  # _defer's own test, saving the call when it returns at once
+            self._defer(i, t, end, own=True)
         snap = self.snapshot
         if self.world.version != self._snap_version or (
             self._mobile and t - snap.t >= self.refresh_s
@@ -657,9 +678,9 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                     m.gen += 1
                     seq += 1  # self._push, inlined
                     heappush(heap, (m.start_at, _START, seq, r, m.gen, None))
-        self._seq = seq
+        self._seq = seq + 1  # and self._push of the end
+        heappush(heap, (end, _END, seq + 1, i, 0, p))
         air.append(p)
-        self._push(end, _END, i, 0, p)
 
     def _chunk(self, m: _Node, p: _Ppdu, t: float, noise_w: float) -> None:
         """Close the chunk of ``m``'s locked frame ``p`` up to ``t`` (the interference is
@@ -768,11 +789,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 self._push(t + self.sifs, _RESPOND, x.src, 0, x)
             else:
                 self._failed(x.src, x, t)
-        elif any(r == x.src for r, _ in decoded):  # ACK
-            self._succeeded(x.src, x, t)
-        else:
-            c["acks_lost"] += 1
-            self._failed(x.src, x, t)
+        else:  # ACK: only its addressee, the sender, was evaluated
+            if decoded:
+                self._succeeded(x.src, x, t)
+            else:
+                c["acks_lost"] += 1
+                self._failed(x.src, x, t)
 
     def _broadcast_end(
         self, p: _Ppdu, x: _Exchange, t: float, decoded: list[tuple[int, float]]
