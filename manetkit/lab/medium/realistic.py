@@ -634,6 +634,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         chunk = self._chunk
         heap = self._heap
         seq = self._seq
+        quiet = not air  # the common case: a frame sent on an idle medium
         for r, m, pr, noise, key, blocked in rows:
             if fading:
                 if t >= fade_until[key]:  # the pair's fade is older than its coherence time
@@ -641,32 +642,47 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                     fade_until[key] = t + (coh if coh is not None else k / max(vi + speed[r], vmin))
                 pr *= fade_gain[key]
             pw[r] = pr
-            lk = m.locked
-            if lk is not None and lk.end <= t:
-                lk = m.locked = None  # that frame has ended
             until = end if pr >= ed_w else 0.0
-            if lk is not None:
-                chunk(m, lk, t, noise)  # the interference is about to change
+            if quiet:
+                # Nothing else on the air, so no listener is receiving: a lock it still
+                # holds is on a frame that has ended (void, cleared by the next busy
+                # send), and the SNR is against the noise alone.
                 if (
-                    capture
-                    and pr >= capture * m.lock_pw
-                    and pr >= detect_w
+                    pr >= detect_w
                     and m.tx_until <= t
+                    and m.attached
+                    and pr >= detect_snr * noise
                     and not blocked
                 ):
-                    c["captured"] += 1
-                    m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
+                    m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, False
                     locked_rx.append(r)
                     until = hold
-            elif pr >= detect_w and m.tx_until <= t and m.attached:
-                other = 0.0
-                for q in air:
-                    other += q.pw[r]
-                if pr >= detect_snr * (noise + other) and not blocked:
-                    m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
-                    m.lock_hit = other > 1e-3 * noise
-                    locked_rx.append(r)
-                    until = hold
+            else:
+                lk = m.locked
+                if lk is not None and lk.end <= t:
+                    lk = m.locked = None  # that frame has ended
+                if lk is not None:
+                    chunk(m, lk, t, noise)  # the interference is about to change
+                    if (
+                        capture
+                        and pr >= capture * m.lock_pw
+                        and pr >= detect_w
+                        and m.tx_until <= t
+                        and not blocked
+                    ):
+                        c["captured"] += 1
+                        m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
+                        locked_rx.append(r)
+                        until = hold
+                elif pr >= detect_w and m.tx_until <= t and m.attached:
+                    other = 0.0
+                    for q in air:
+                        other += q.pw[r]
+                    if pr >= detect_snr * (noise + other) and not blocked:
+                        m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
+                        m.lock_hit = other > 1e-3 * noise
+                        locked_rx.append(r)
+                        until = hold
             if until > m.busy_until:  # CCA busy: freeze its countdown (see _defer)
                 m.busy_until = until
                 if m.state == CONTEND and m.start_at - t >= slot:
@@ -730,7 +746,8 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         decide = self._decoded
         air = self._air
         pw = p.pw
-        if len(air) > 1:  # receivers of other frames that hear this one: their SINR changes
+        alone = len(air) == 1  # nothing else on the air: the SINR is the SNR
+        if not alone:  # receivers of other frames that hear this one: their SINR changes
             for q in air:
                 if q is not p:
                     for r in q.locked_rx:
@@ -746,7 +763,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 continue  # it left for a stronger frame, or transmitted
             m.locked = None
             if r == only or only == -3 or m.overhear:
-                chunk(m, p, t, noise[r])
+                if not alone:
+                    chunk(m, p, t, noise[r])
+                elif t > m.lock_t:  # _chunk without interference
+                    sinr_db = 10.0 * math.log10(m.lock_pw / noise[r])
+                    m.lock_lp += _chunk_lp(p, m.lock_t, t, sinr_db)
+                    m.lock_t = t
                 if decide(m):
                     decoded.append((r, pw[r]))
                 else:
