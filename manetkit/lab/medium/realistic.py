@@ -135,8 +135,10 @@ def _chunk_lp(p: _Ppdu, a: float, t: float, sinr_db: float) -> float:
     h0 += start
     h1 += start
     lp = 0.0
-    ov_header = min(t, h1) - max(a, h0)
-    ov_payload = min(t, p.end) - max(a, h1)
+    end = p.end
+    # min() and max() of two floats, without the builtins' call overhead
+    ov_header = (t if t <= h1 else h1) - (a if a >= h0 else h0)
+    ov_payload = (t if t <= end else end) - (a if a >= h1 else h1)
     if sinr_db <= MIN_SINR_DB:
         hl = pl = -math.inf
     elif sinr_db >= MAX_SINR_DB:
@@ -654,7 +656,11 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                     and pr >= detect_snr * noise
                     and not blocked
                 ):
-                    m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, False
+                    m.locked = p  # (one store each: a 5-tuple assignment builds a tuple)
+                    m.lock_pw = pr
+                    m.lock_t = t
+                    m.lock_lp = 0.0
+                    m.lock_hit = False
                     locked_rx.append(r)
                     until = hold
             else:
