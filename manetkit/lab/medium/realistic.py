@@ -692,14 +692,19 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             if until > m.busy_until:  # CCA busy: freeze its countdown (see _defer)
                 m.busy_until = until
                 if m.state == CONTEND and m.start_at - t >= slot:
-                    if t > m.count_from:
-                        left = m.backoff - int((t - m.count_from) / slot + 1e-6)
-                        m.backoff = left if left > 0 else 0
-                    m.count_from = until + aifs[m.ac]
-                    m.start_at = m.count_from + m.backoff * slot
-                    m.gen += 1
+                    # _defer, inlined: every contender in earshot comes here once per frame
+                    b = m.backoff
+                    cf = m.count_from
+                    if t > cf:
+                        b -= int((t - cf) / slot + 1e-6)
+                        if b < 0:
+                            b = 0
+                        m.backoff = b
+                    m.count_from = cf = until + aifs[m.ac]
+                    m.start_at = start = cf + b * slot
+                    m.gen = gen = m.gen + 1
                     seq += 1  # self._push, inlined
-                    heappush(heap, (m.start_at, _START, seq, r, m.gen, None))
+                    heappush(heap, (start, _START, seq, r, gen, None))
         self._seq = seq + 1  # and self._push of the end
         heappush(heap, (end, _END, seq + 1, i, 0, p))
         air.append(p)
