@@ -230,6 +230,7 @@ def cck_symbol_errors(e: np.ndarray, points: int = 401) -> np.ndarray:
 
 
 GRID = np.arange(round(MIN_SINR_DB * GRID_PER_DB), round(MAX_SINR_DB * GRID_PER_DB) + 1)
+GRID_START = int(GRID[0])  # the grid index of MIN_SINR_DB, in 0.01 dB steps
 
 
 def lpb_grid(m: Mode) -> list[float]:
@@ -271,13 +272,11 @@ class BitErrorTable:
         if sinr_db >= MAX_SINR_DB:
             return 0.0
         g = self._grids.get(m.rate_mbps) or self.grid(m)
-        return g[round(sinr_db * GRID_PER_DB) - _GRID0]
+        return g[round(sinr_db * GRID_PER_DB) - GRID_START]
 
     def lpb(self, m: Mode, sinr: float) -> float:
         return self.lpb_db(m, 10.0 * math.log10(sinr) if sinr > 0 else -math.inf)
 
-
-_GRID0 = int(GRID[0])
 
 SHARED_TABLE = BitErrorTable()
 

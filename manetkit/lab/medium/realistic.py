@@ -62,10 +62,11 @@ channels. docs/medium.md lists the rest.
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Callable
+from heapq import heappop, heappush
 
 from manetkit.lab.medium.airtime import (
     ACK_BYTES,
@@ -78,7 +79,14 @@ from manetkit.lab.medium.airtime import (
     ppdu_us,
 )
 from manetkit.lab.medium.channel import Channel, LinkBudget, usable_distance_m
-from manetkit.lab.medium.errormodels import BitErrorTable, frame_layout
+from manetkit.lab.medium.errormodels import (
+    GRID_PER_DB,
+    GRID_START,
+    MAX_SINR_DB,
+    MIN_SINR_DB,
+    BitErrorTable,
+    frame_layout,
+)
 from manetkit.lab.medium.fading import CLARKE_COHERENCE, NakagamiFading
 from manetkit.lab.medium.linktable import realistic_link_table
 from manetkit.lab.medium.macbase import CONTEND, COUNTERS, IDLE, TX, Delivery, MacBase, TxStatus
@@ -103,6 +111,48 @@ def _rssi(watts: float) -> float:
     return float(round(10.0 * math.log10(watts * 1000.0)))
 
 
+def _randbelow(getrandbits: Callable[[int], int], n: int) -> int:
+    """Uniform in 0..n-1: ``random.randint(0, n - 1)``'s own draws (CPython's
+    ``Random._randbelow_with_getrandbits``: rejection sampling on ``n.bit_length()``
+    bits), without randint's and randrange's argument checks on every backoff."""
+    k = n.bit_length()
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return r
+
+
+def _chunk_lp(p: _Ppdu, a: float, t: float, sinr_db: float) -> float:
+    """The log success of the bits of ``p`` sent between ``a`` and ``t`` at ``sinr_db``:
+    the PLCP header's at the header mode, the payload's at the frame's rate (ns-3
+    ``InterferenceHelper::CalculatePhyHeaderSectionPsr`` / ``CalculatePayloadPer``).
+
+    :meth:`BitErrorTable.lpb_db` inlined on the grids the layout holds: this runs for
+    every receiver of every transmission, and the SINR is the same for both sections.
+    """
+    _, h0, h1, hgrid, hbps, pgrid, pbps = p.lay
+    start = p.start
+    h0 += start
+    h1 += start
+    lp = 0.0
+    end = p.end
+    # min() and max() of two floats, without the builtins' call overhead
+    ov_header = (t if t <= h1 else h1) - (a if a >= h0 else h0)
+    ov_payload = (t if t <= end else end) - (a if a >= h1 else h1)
+    if sinr_db <= MIN_SINR_DB:
+        hl = pl = -math.inf
+    elif sinr_db >= MAX_SINR_DB:
+        hl = pl = 0.0
+    else:
+        k = round(sinr_db * GRID_PER_DB) - GRID_START
+        hl, pl = hgrid[k], pgrid[k]
+    if ov_header > 0:
+        lp += ov_header * hbps * hl
+    if ov_payload > 0:
+        lp += ov_payload * pbps * pl
+    return lp
+
+
 class _Ppdu:
     """One transmission on the air and where each section of it lies (seconds)."""
 
@@ -123,7 +173,7 @@ class _Ppdu:
         self.xchg = xchg
         self.start = start
         self.end = end
-        self.lay = lay  # RealisticMedium._layout's tuple
+        self.lay = lay  # RealisticMedium._layout's tuple (_chunk_lp reads it)
         self.pw: list[float] = []  # received power at every node (0: out of earshot)
         self.locked_rx: list[int] = []  # nodes that locked onto it (some may have left)
 
@@ -222,6 +272,12 @@ class _Node:
         self.nq = 0  # frames in all its queues
 
 
+# What _send needs of one listener r of a sender i, fixed for a snapshot: r, its node,
+# the mean power it receives i at and its noise (W), the pair's index in the held fades,
+# and whether the link i->r is forced down (no reception; carrier sense still).
+_Listener = tuple[int, _Node, float, float, int, bool]
+
+
 class RealisticMedium(MacBase[LinkBudget, _Node]):
     """The shared channel of one lab under a realistic profile (module docstring)."""
 
@@ -259,6 +315,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self.profile = profile
         self.rts_threshold = rts_threshold
         self.short_preamble = short_preamble
+        self._getrandbits = self.rng.getrandbits  # _contend's backoff draws
         self.fading = NakagamiFading(
             profile.nakagami_m or None, random.Random(f"manetkit-fading:{seed}")
         )
@@ -307,6 +364,10 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self._fading_on = profile.nakagami_m is not None and profile.nakagami_m > 0
         self._coh_k = CLARKE_COHERENCE * SPEED_OF_LIGHT / profile.frequency_hz
         self._layouts: dict[tuple[int, float], tuple] = {}
+        # The fade each pair holds (index i * n + j, i < j): until when, and its gain.
+        # Lists, not NakagamiFading's dict: _send reads them for every listener.
+        self._fade_until = [-math.inf] * (n * n)
+        self._fade_gain = [1.0] * (n * n)
 
         self.nodes = [_Node(k) for k in range(n)]
         for nd in self.nodes:
@@ -341,9 +402,11 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         )
 
     def _layout(self, mpdu: int, rate: float) -> tuple:
-        """(duration, header start, header end, header mode, header bits/s, payload mode,
-        payload bits/s) of a PPDU, seconds from its start; bits counted on the unscaled
-        802.11 time so ``airtime_scale`` does not change the physics."""
+        """(duration, header start, header end, header mode's grid, header bits/s,
+        payload mode's grid, payload bits/s) of a PPDU, seconds from its start; bits
+        counted on the unscaled 802.11 time so ``airtime_scale`` does not change the
+        physics. A grid is the mode's log success per bit on :class:`BitErrorTable`'s
+        SINR grid (``_chunk_lp`` looks it up)."""
         key = (mpdu, rate)
         lay = self._layouts.get(key)
         if lay is None:
@@ -353,9 +416,9 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 fl.end_us * us,
                 fl.header_start_us * us,
                 fl.header_end_us * us,
-                fl.header_mode,
+                self.table.grid(fl.header_mode),
                 fl.header_bits_per_us / us,
-                fl.payload_mode,
+                self.table.grid(fl.payload_mode),
                 fl.payload_bits_per_us / us,
             )
         return lay
@@ -364,7 +427,30 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
 
     def _snap(self, t: float) -> LinkBudget:
         self._mobile = self.world.mobile  # _send's inlined refresh test reads it
+        # each sender's listeners under this snapshot, built on its first transmission
+        self._rows: list[list[_Listener] | None] = [None] * self.n
         return self.channel.snapshot(t)
+
+    def _listeners(self, i: int) -> list[_Listener]:
+        """Node ``i``'s listeners under the current snapshot (cached in ``_rows``)."""
+        snap = self.snapshot
+        n = self.n
+        mean = snap.mean_w[i]
+        noise = snap.noise_w
+        blocked = snap.blocked
+        nodes = self.nodes
+        rows = self._rows[i] = [
+            (
+                r,
+                nodes[r],
+                mean[r],
+                noise[r],
+                i * n + r if i < r else r * n + i,
+                i * n + r in blocked,
+            )
+            for r in snap.audible[i]
+        ]
+        return rows
 
     def _drop_queued(self, nd: _Node) -> None:
         for ac in range(4):
@@ -391,12 +477,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         heap = self._heap
         nodes = self.nodes
         while heap and heap[0][0] <= now:
-            t, kind, _, i, gen, obj = heapq.heappop(heap)
-            if kind == _END:
-                self._end(obj, t)
-            elif kind == _START:
+            t, kind, _, i, gen, obj = heappop(heap)
+            if kind == _START:  # the commonest: most are void (a newer start replaced them)
                 if gen == nodes[i].gen:
                     self._start(i, t)
+            elif kind == _END:
+                self._end(obj, t)
             elif kind == _RESPOND:
                 self._respond(i, obj, t)
             elif nodes[i].pending[obj.ac] is obj and obj.attempt == gen:
@@ -405,27 +491,34 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
     def get_timer(self) -> float | None:
         heap = self._heap
         nodes = self.nodes
-        while heap and heap[0][1] == _START and heap[0][4] != nodes[heap[0][3]].gen:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        while heap:
+            top = heap[0]
+            if top[1] != _START or top[4] == nodes[top[3]].gen:
+                return top[0]
+            heappop(heap)  # a void start
+        return None
 
     # --- contention -------------------------------------------------------------------
 
     def _push(self, t: float, kind: int, i: int, gen: int = 0, obj: object = None) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, kind, self._seq, i, gen, obj))
+        heappush(self._heap, (t, kind, self._seq, i, gen, obj))
 
     def _contend(self, i: int, t: float) -> None:
         nd = self.nodes[i]
-        ac = next((a for a in _ACS if nd.queues[a]), None)
-        if ac is None:
+        queues = nd.queues
+        for ac in _ACS:
+            if queues[ac]:
+                break
+        else:
             nd.state = IDLE
             return
         nd.state = CONTEND
         nd.ac = ac
-        nd.backoff = self.rng.randint(0, nd.cw[ac])
-        nd.count_from = max(t, nd.busy_until) + self.aifs[ac]
-        nd.start_at = nd.count_from + nd.backoff * self.slot
+        nd.backoff = b = _randbelow(self._getrandbits, nd.cw[ac] + 1)
+        busy = nd.busy_until
+        nd.count_from = (t if t >= busy else busy) + self.aifs[ac]
+        nd.start_at = nd.count_from + b * self.slot
         nd.gen += 1
         self._push(nd.start_at, _START, i, nd.gen)
 
@@ -493,13 +586,17 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             self._send(i, ACK, x, t, ACK_BYTES, self.basic)
 
     def _send(self, i: int, kind: int, x: _Exchange, t: float, mpdu: int, rate: float) -> None:
-        """Put one PPDU on the air from node ``i``."""
+        """Put one PPDU on the air from node ``i``: its power at every listener (the mean
+        power times the held fade), who locks onto it, and whose CCA it makes busy.
+
+        The hot loop of the realistic MAC (every listener of every transmission): what
+        the snapshot fixes comes from ``_listeners``' rows, and everything read per
+        listener is a local."""
         lay = self._layout(mpdu, rate)
         dur = lay[0]
         end = t + dur
         p = _Ppdu(i, kind, x, t, end, lay)
-        nodes = self.nodes
-        nd = nodes[i]
+        nd = self.nodes[i]
         c = self._counters
         self._ppdus += 1
         self._airtime += dur
@@ -508,19 +605,19 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             c["aborted"] += 1
         nd.locked = None
         nd.tx_until = end
-        self._defer(i, t, end, own=True)
+        if end > nd.busy_until:  # _defer's own test, saving the call when it returns at once
+            self._defer(i, t, end, own=True)
         snap = self.snapshot
         if self.world.version != self._snap_version or (
             self._mobile and t - snap.t >= self.refresh_s
         ):
             snap = self.refresh(t)
-        mean = snap.mean_w[i]
-        noise = snap.noise_w
-        blocked = snap.blocked
-        n = self.n
+        rows = self._rows[i]
+        if rows is None:
+            rows = self._listeners(i)
         fading = self._fading_on
         if fading:
-            held = self.fading._held
+            fade_until, fade_gain = self._fade_until, self._fade_gain
             draw = self.fading.draw
             coh = self.profile.coherence_time_s
             vmin = self.profile.fading_min_speed_mps
@@ -533,66 +630,84 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         # when they decode it, EIFS when they do not (the same instant).
         hold = end + self.sifs + self._ack if kind == DATA else end
         slot, aifs = self.slot, self.aifs
-        pw = p.pw = [0.0] * n
+        pw = p.pw = [0.0] * self.n
         locked_rx = p.locked_rx
         air = self._air
         chunk = self._chunk
-        push = self._push
-        for r in snap.audible[i]:
-            pr = mean[r]
+        heap = self._heap
+        seq = self._seq
+        quiet = not air  # the common case: a frame sent on an idle medium
+        for r, m, pr, noise, key, blocked in rows:
             if fading:
-                key = i * n + r if i < r else r * n + i
-                h = held.get(key)
-                if h is None or t >= h[0]:
-                    g = draw()
-                    tc = coh if coh is not None else k / max(vi + speed[r], vmin)
-                    held[key] = (t + tc, g)
-                    pr *= g
-                else:
-                    pr *= h[1]
+                if t >= fade_until[key]:  # the pair's fade is older than its coherence time
+                    fade_gain[key] = draw()
+                    fade_until[key] = t + (coh if coh is not None else k / max(vi + speed[r], vmin))
+                pr *= fade_gain[key]
             pw[r] = pr
-            m = nodes[r]
-            lk = m.locked
-            if lk is not None and lk.end <= t:
-                lk = m.locked = None  # that frame has ended
             until = end if pr >= ed_w else 0.0
-            if lk is not None:
-                chunk(m, lk, t, noise[r])  # the interference is about to change
+            if quiet:
+                # Nothing else on the air, so no listener is receiving: a lock it still
+                # holds is on a frame that has ended (void, cleared by the next busy
+                # send), and the SNR is against the noise alone.
                 if (
-                    capture
-                    and pr >= capture * m.lock_pw
-                    and pr >= detect_w
+                    pr >= detect_w
                     and m.tx_until <= t
-                    and (not blocked or i * n + r not in blocked)
+                    and m.attached
+                    and pr >= detect_snr * noise
+                    and not blocked
                 ):
-                    c["captured"] += 1
-                    m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
+                    m.locked = p  # (one store each: a 5-tuple assignment builds a tuple)
+                    m.lock_pw = pr
+                    m.lock_t = t
+                    m.lock_lp = 0.0
+                    m.lock_hit = False
                     locked_rx.append(r)
                     until = hold
-            elif pr >= detect_w and m.tx_until <= t and m.attached:
-                other = 0.0
-                if air:
+            else:
+                lk = m.locked
+                if lk is not None and lk.end <= t:
+                    lk = m.locked = None  # that frame has ended
+                if lk is not None:
+                    chunk(m, lk, t, noise)  # the interference is about to change
+                    if (
+                        capture
+                        and pr >= capture * m.lock_pw
+                        and pr >= detect_w
+                        and m.tx_until <= t
+                        and not blocked
+                    ):
+                        c["captured"] += 1
+                        m.locked, m.lock_pw, m.lock_t, m.lock_lp, m.lock_hit = p, pr, t, 0.0, True
+                        locked_rx.append(r)
+                        until = hold
+                elif pr >= detect_w and m.tx_until <= t and m.attached:
+                    other = 0.0
                     for q in air:
                         other += q.pw[r]
-                if pr >= detect_snr * (noise[r] + other) and (
-                    not blocked or i * n + r not in blocked
-                ):
-                    m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
-                    m.lock_hit = other > 1e-3 * noise[r]
-                    locked_rx.append(r)
-                    until = hold
+                    if pr >= detect_snr * (noise + other) and not blocked:
+                        m.locked, m.lock_pw, m.lock_t, m.lock_lp = p, pr, t, 0.0
+                        m.lock_hit = other > 1e-3 * noise
+                        locked_rx.append(r)
+                        until = hold
             if until > m.busy_until:  # CCA busy: freeze its countdown (see _defer)
                 m.busy_until = until
                 if m.state == CONTEND and m.start_at - t >= slot:
-                    if t > m.count_from:
-                        left = m.backoff - int((t - m.count_from) / slot + 1e-6)
-                        m.backoff = left if left > 0 else 0
-                    m.count_from = until + aifs[m.ac]
-                    m.start_at = m.count_from + m.backoff * slot
-                    m.gen += 1
-                    push(m.start_at, _START, r, m.gen)
+                    # _defer, inlined: every contender in earshot comes here once per frame
+                    b = m.backoff
+                    cf = m.count_from
+                    if t > cf:
+                        b -= int((t - cf) / slot + 1e-6)
+                        if b < 0:
+                            b = 0
+                        m.backoff = b
+                    m.count_from = cf = until + aifs[m.ac]
+                    m.start_at = start = cf + b * slot
+                    m.gen = gen = m.gen + 1
+                    seq += 1  # self._push, inlined
+                    heappush(heap, (start, _START, seq, r, gen, None))
+        self._seq = seq + 1  # and self._push of the end
+        heappush(heap, (end, _END, seq + 1, i, 0, p))
         air.append(p)
-        self._push(end, _END, i, 0, p)
 
     def _chunk(self, m: _Node, p: _Ppdu, t: float, noise_w: float) -> None:
         """Close the chunk of ``m``'s locked frame ``p`` up to ``t`` (the interference is
@@ -608,19 +723,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 interference += q.pw[r]
         if interference > 1e-3 * noise_w:
             m.lock_hit = True
-        sinr_db = 10.0 * math.log10(m.lock_pw / (noise_w + interference))
-        lpb = self.table.lpb_db
-        _, h0, h1, hmode, hbps, pmode, pbps = p.lay
-        h0 += p.start
-        h1 += p.start
-        lp = 0.0
-        ov = min(t, h1) - max(a, h0)
-        if ov > 0:
-            lp += ov * hbps * lpb(hmode, sinr_db)
-        ov = min(t, p.end) - max(a, h1)
-        if ov > 0:
-            lp += ov * pbps * lpb(pmode, sinr_db)
-        m.lock_lp += lp
+        m.lock_lp += _chunk_lp(p, a, t, 10.0 * math.log10(m.lock_pw / (noise_w + interference)))
         m.lock_t = t
 
     def _decoded(self, m: _Node) -> bool:
@@ -654,7 +757,8 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         decide = self._decoded
         air = self._air
         pw = p.pw
-        if len(air) > 1:  # receivers of other frames that hear this one: their SINR changes
+        alone = len(air) == 1  # nothing else on the air: the SINR is the SNR
+        if not alone:  # receivers of other frames that hear this one: their SINR changes
             for q in air:
                 if q is not p:
                     for r in q.locked_rx:
@@ -670,7 +774,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 continue  # it left for a stronger frame, or transmitted
             m.locked = None
             if r == only or only == -3 or m.overhear:
-                chunk(m, p, t, noise[r])
+                if not alone:
+                    chunk(m, p, t, noise[r])
+                elif t > m.lock_t:  # _chunk without interference
+                    sinr_db = 10.0 * math.log10(m.lock_pw / noise[r])
+                    m.lock_lp += _chunk_lp(p, m.lock_t, t, sinr_db)
+                    m.lock_t = t
                 if decide(m):
                     decoded.append((r, pw[r]))
                 else:
@@ -713,11 +822,12 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 self._push(t + self.sifs, _RESPOND, x.src, 0, x)
             else:
                 self._failed(x.src, x, t)
-        elif any(r == x.src for r, _ in decoded):  # ACK
-            self._succeeded(x.src, x, t)
-        else:
-            c["acks_lost"] += 1
-            self._failed(x.src, x, t)
+        else:  # ACK: only its addressee, the sender, was evaluated
+            if decoded:
+                self._succeeded(x.src, x, t)
+            else:
+                c["acks_lost"] += 1
+                self._failed(x.src, x, t)
 
     def _broadcast_end(
         self, p: _Ppdu, x: _Exchange, t: float, decoded: list[tuple[int, float]]
