@@ -1,0 +1,50 @@
+"""Gray-zone chain: goodput with link admission on against off, per stack.
+
+Reads an experiment results directory of docs/results/linkq-gray-reduced/spec.yaml's
+shape (stacks ``dsr``/``dsr-adm``, ``aodv``/``aodv-adm``) and prints, for each stack, the
+valid runs' goodputs, their medians and the ratio admission/off with its percentile
+bootstrap 95 % interval (manetkit/experiment/stats.py). The goal, >= 2x, is met only when
+the interval's lower end clears it.
+
+    python3 tools/gray_ratio.py docs/results/linkq-gray-reduced > ratios.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from manetkit.experiment import stats
+
+GOAL = 2.0
+
+
+def main(results: Path) -> dict[str, Any]:
+    by: dict[str, list[tuple[float, bool]]] = {}
+    for f in sorted((results / "runs").glob("*.json")):
+        run = json.loads(f.read_text())
+        goodput = run["bulk"]["flows"][0]["goodput_kbps"]
+        by.setdefault(run["params"]["stack"], []).append((goodput, bool(run["fidelity"]["valid"])))
+    out: dict[str, Any] = {}
+    for base in ("dsr", "aodv"):
+        off = [g for g, valid in by.get(base, []) if valid]
+        on = [g for g, valid in by.get(f"{base}-adm", []) if valid]
+        if not off or not on:
+            continue
+        ratio = stats.ratio_ci(on, off)
+        out[base] = {
+            "off_kbps": off,
+            "admission_kbps": on,
+            "median_off": stats.median_ci(off).to_json(),
+            "median_admission": stats.median_ci(on).to_json(),
+            "ratio": ratio.to_json(),
+            "goal_2x_lower_end_clears": ratio.clears(GOAL),
+            "invalid_runs": sum(not v for st in (base, f"{base}-adm") for _, v in by.get(st, [])),
+        }
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(Path(sys.argv[1])), indent=1))
