@@ -173,6 +173,22 @@ class Chain:
     def restore_route(self) -> None:
         sh("nft", "flush chain inet mkt_break brk", ns=self.router)
 
+    # --- an HTTP server ----------------------------------------------------------------------
+
+    def start_httpd(self, port: int) -> None:
+        """tests/proxy/httpd.py on the server, listening on ``port`` when this returns."""
+        log = open(self.dir / "httpd.log", "wb")  # noqa: SIM115 - kept for the process's life
+        httpd = subprocess.Popen(
+            ["ip", "netns", "exec", self.server, sys.executable, "-m", "tests.proxy.httpd",
+             str(port)],
+            cwd=Path(__file__).resolve().parents[2], stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self.procs.append(httpd)
+        wait_for(
+            lambda: sh("ss", "-ltn", f"sport = :{port}", ns=self.server).stdout.count("LISTEN"),
+            10, "httpd",
+        )  # fmt: skip
+
     # --- proxies ---------------------------------------------------------------------------
 
     def status_path(self, ns: str) -> Path:

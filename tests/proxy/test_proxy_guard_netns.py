@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.proxy.httpd import body
-from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, sh, wait_for
+from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, wait_for
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -70,16 +70,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     c = Chain("pg", tmp_path_factory.mktemp("pgchain"))
     try:
         c.up()
-        httpd = subprocess.Popen(
-            ["ip", "netns", "exec", c.server, sys.executable, "-m", "tests.proxy.httpd",
-             str(HTTP_PORT)],
-            cwd=REPO, stdout=open(c.dir / "httpd.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
-        )  # fmt: skip
-        c.procs.append(httpd)
-        wait_for(
-            lambda: sh("ss", "-ltn", f"sport = :{HTTP_PORT}", ns=c.server).stdout.count("LISTEN"),
-            10, "httpd",
-        )  # fmt: skip
+        c.start_httpd(HTTP_PORT)
         c.start_proxy(c.client)
         c.start_proxy(c.server)
         yield c

@@ -37,16 +37,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     c = Chain("pa", tmp_path_factory.mktemp("pachain"))
     try:
         c.up()
-        httpd = subprocess.Popen(
-            ["ip", "netns", "exec", c.server, sys.executable, "-m", "tests.proxy.httpd",
-             str(HTTP_PORT)],
-            cwd=REPO, stdout=open(c.dir / "httpd.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
-        )  # fmt: skip
-        c.procs.append(httpd)
-        wait_for(
-            lambda: sh("ss", "-ltn", f"sport = :{HTTP_PORT}", ns=c.server).stdout.count("LISTEN"),
-            10, "httpd",
-        )  # fmt: skip
+        c.start_httpd(HTTP_PORT)
         c.start_proxy(c.client)
         c.start_proxy(c.server)
         yield c

@@ -38,14 +38,8 @@ class EtxMetric:
     def link_cost(self, now: float, a: IPv4Address, b: IPv4Address) -> float:
         """The cost of the link a-b: this node's estimate if it is an end, else the
         latest cost discovery carried for it (either direction), else unknown."""
-        if a == self.me or b == self.me:
-            est = self.estimates.etx(now, b if a == self.me else a)
-            if est is not None:
-                return est
-        got = self.learnt.get((a, b)) or self.learnt.get((b, a))
-        if got is not None and now - got[1] < self.cfg.memory_s:
-            return got[0]
-        return self.cfg.unknown_cost
+        known = self.known_cost(now, a, b)
+        return self.cfg.unknown_cost if known is None else known
 
     def path_cost(self, now: float, path: Sequence[IPv4Address]) -> float:
         return sum(self.link_cost(now, path[i], path[i + 1]) for i in range(len(path) - 1))
