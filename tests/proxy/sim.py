@@ -11,6 +11,8 @@ import random
 from collections.abc import Callable
 from ipaddress import ip_address
 
+from hypothesis import strategies as st
+
 from manetkit.proxy import frames as fr
 from manetkit.proxy.channel import Keyring, MeshKey, Refused, tombstone_reply
 from manetkit.proxy.session import (
@@ -252,3 +254,41 @@ class Pair:
                 self.tick(self.cfg.ack_delay + 0.01)  # a delayed ACK is due by then
                 if not (self.i2a or self.a2i):
                     return
+
+
+# --- random scripts (hypothesis) ------------------------------------------------------------
+
+# The operations every random script of a pair draws from, as (name, n): a write of n bytes
+# by the initiator (wi) or the acceptor (wa), a delivery of n bytes in flight towards the
+# acceptor (di) or the initiator (da), a cut, a reconnect, and n ms of fake time (tick).
+COMMON_OPS = (
+    st.tuples(st.just("wi"), st.integers(1, 70_000)),
+    st.tuples(st.just("wa"), st.integers(1, 70_000)),
+    st.tuples(st.just("di"), st.integers(1, 150_000)),
+    st.tuples(st.just("da"), st.integers(1, 150_000)),
+    st.tuples(st.just("cut"), st.just(0)),
+    st.tuples(st.just("reconnect"), st.just(0)),
+    st.tuples(st.just("tick"), st.integers(1, 500)),
+)
+
+
+def apply_common_op(p: Pair, op: str, n: int) -> bool:
+    """Apply one of :data:`COMMON_OPS` to ``p``; False if ``op`` is not one of them (a
+    test's own operation, which the test applies)."""
+    if op == "wi":
+        p.write(p.i, n)
+    elif op == "wa":
+        p.write(p.a, n)
+    elif op == "di":
+        p.deliver_i2a(n)
+    elif op == "da":
+        p.deliver_a2i(n)
+    elif op == "cut":
+        p.cut()
+    elif op == "reconnect":
+        p.reconnect()
+    elif op == "tick":
+        p.tick(n / 1000)
+    else:
+        return False
+    return True

@@ -20,7 +20,7 @@ from manetkit.proxy.channel import (
     tombstone_reply,
 )
 from manetkit.proxy.session import Session, SessionConfig, State
-from tests.proxy.sim import Pair, pattern, tokens
+from tests.proxy.sim import COMMON_OPS, Pair, apply_common_op, pattern, tokens
 
 KEY = MeshKey(1, bytes(range(32)))
 OTHER = MeshKey(2, bytes(range(1, 33)))
@@ -239,15 +239,7 @@ def test_a_transport_starts_with_small_frames_then_16_kib() -> None:
 
 
 ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("wi"), st.integers(1, 70_000)),
-        st.tuples(st.just("wa"), st.integers(1, 70_000)),
-        st.tuples(st.just("di"), st.integers(1, 150_000)),
-        st.tuples(st.just("da"), st.integers(1, 150_000)),
-        st.tuples(st.just("cut"), st.just(0)),
-        st.tuples(st.just("reconnect"), st.just(0)),
-        st.tuples(st.just("tick"), st.integers(1, 500)),
-    ),
+    st.one_of(*COMMON_OPS),
     max_size=40,
 )
 
@@ -258,20 +250,7 @@ def test_random_cuts_with_a_mesh_key_never_lose_or_duplicate(script: list[tuple[
     cfg = SessionConfig(replay_limit=200_000, partition_timeout=1e9, ack_every=8192)
     p = Pair(cfg, mesh_key=KEY)
     for op, n in script:
-        if op == "wi":
-            p.write(p.i, n)
-        elif op == "wa":
-            p.write(p.a, n)
-        elif op == "di":
-            p.deliver_i2a(n)
-        elif op == "da":
-            p.deliver_a2i(n)
-        elif op == "cut":
-            p.cut()
-        elif op == "reconnect":
-            p.reconnect()
-        elif op == "tick":
-            p.tick(n / 1000)
+        assert apply_common_op(p, op, n)
         assert bytes(p.a.received) == pattern(0, len(p.a.received), 1)
         assert bytes(p.i.received) == pattern(0, len(p.i.received), 2)
     p.settle()

@@ -16,7 +16,7 @@ from manetkit.proxy.session import (
     SessionStateError,
     State,
 )
-from tests.proxy.sim import DST, Pair, pattern, sent, tokens
+from tests.proxy.sim import COMMON_OPS, DST, Pair, apply_common_op, pattern, sent, tokens
 
 
 def expected(side_written: int, salt: int) -> bytes:
@@ -303,13 +303,7 @@ def test_open_retried_when_the_first_transport_died_unanswered() -> None:
 
 ops = st.lists(
     st.one_of(
-        st.tuples(st.just("wi"), st.integers(1, 70_000)),
-        st.tuples(st.just("wa"), st.integers(1, 70_000)),
-        st.tuples(st.just("di"), st.integers(1, 150_000)),
-        st.tuples(st.just("da"), st.integers(1, 150_000)),
-        st.tuples(st.just("cut"), st.just(0)),
-        st.tuples(st.just("reconnect"), st.just(0)),
-        st.tuples(st.just("tick"), st.integers(1, 500)),
+        *COMMON_OPS,
         st.tuples(st.just("freeze"), st.just(0)),
         st.tuples(st.just("probe"), st.just(0)),
         st.tuples(st.just("eofi"), st.just(0)),
@@ -326,29 +320,16 @@ def test_random_cuts_never_lose_or_duplicate(script: list[tuple[str, int]]) -> N
     cfg = SessionConfig(replay_limit=200_000, partition_timeout=1e9, ack_every=8192)
     p = Pair(cfg)
     for op, n in script:
-        if op == "wi":
-            p.write(p.i, n)
-        elif op == "wa":
-            p.write(p.a, n)
-        elif op == "di":
-            p.deliver_i2a(n)
-        elif op == "da":
-            p.deliver_a2i(n)
-        elif op == "cut":
-            p.cut()
-        elif op == "reconnect":
-            p.reconnect()
-        elif op == "tick":
-            p.tick(n / 1000)
-        elif op == "freeze" and p.si.state is State.FLOWING:
-            p.si.freeze(p.now, "route-down")
-        elif op == "probe" and p.si.state in (State.FROZEN, State.PROBING):
-            p.si.probe(p.now)
-            p._collect()
-        elif op == "eofi":
-            p.eof(p.i)
-        elif op == "eofa":
-            p.eof(p.a)
+        if not apply_common_op(p, op, n):  # then one of the session's own operations
+            if op == "freeze" and p.si.state is State.FLOWING:
+                p.si.freeze(p.now, "route-down")
+            elif op == "probe" and p.si.state in (State.FROZEN, State.PROBING):
+                p.si.probe(p.now)
+                p._collect()
+            elif op == "eofi":
+                p.eof(p.i)
+            elif op == "eofa":
+                p.eof(p.a)
         # every prefix: nothing delivered that was not sent, in order
         assert bytes(p.a.received) == expected(len(p.a.received), 1)
         assert bytes(p.i.received) == expected(len(p.i.received), 2)
