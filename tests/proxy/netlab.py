@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -259,3 +260,18 @@ class Chain:
     def log(self, ns: str) -> str:
         p = self.dir / f"{ns}.log"
         return p.read_text() if p.exists() else ""
+
+
+@contextlib.contextmanager
+def proxied_chain(prefix: str, workdir: Path, http_port: int) -> Iterator[Chain]:
+    """A chain that is up, with tests/proxy/httpd.py on the server at ``http_port`` and a
+    proxy (elfn, a fake daemon) at both ends; brought down whatever happens."""
+    c = Chain(prefix, workdir)
+    try:
+        c.up()
+        c.start_httpd(http_port)
+        c.start_proxy(c.client)
+        c.start_proxy(c.server)
+        yield c
+    finally:
+        c.down()

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.proxy.httpd import body
-from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, wait_for
+from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, proxied_chain, wait_for
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -67,15 +67,8 @@ def forge(c: Chain, ns: str, src: str, *args: object) -> str:
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
-    c = Chain("pg", tmp_path_factory.mktemp("pgchain"))
-    try:
-        c.up()
-        c.start_httpd(HTTP_PORT)
-        c.start_proxy(c.client)
-        c.start_proxy(c.server)
+    with proxied_chain("pg", tmp_path_factory.mktemp("pgchain"), HTTP_PORT) as c:
         yield c
-    finally:
-        c.down()
 
 
 def test_forged_hellos_are_refused_and_the_real_transfer_passes(

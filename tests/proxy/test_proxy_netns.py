@@ -32,27 +32,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     c = Chain("px", tmp_path_factory.mktemp("pxchain"))
     try:
         c.up()
-        httpd = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                c.server,
-                sys.executable,
-                "-m",
-                "tests.proxy.httpd",
-                str(HTTP_PORT),
-            ],
-            cwd=REPO,
-            stdout=open(c.dir / "httpd.log", "wb"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-        )
-        c.procs.append(httpd)
-        wait_for(
-            lambda: sh("ss", "-ltn", f"sport = :{HTTP_PORT}", ns=c.server).stdout.count("LISTEN"),
-            10,
-            "httpd",
-        )
+        c.start_httpd(HTTP_PORT)
         yield c
     finally:
         c.down()

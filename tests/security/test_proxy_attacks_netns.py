@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.proxy.httpd import body
-from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, sh, wait_for
+from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, proxied_chain, sh, wait_for
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -34,15 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
-    c = Chain("pa", tmp_path_factory.mktemp("pachain"))
-    try:
-        c.up()
-        c.start_httpd(HTTP_PORT)
-        c.start_proxy(c.client)
-        c.start_proxy(c.server)
+    with proxied_chain("pa", tmp_path_factory.mktemp("pachain"), HTTP_PORT) as c:
         yield c
-    finally:
-        c.down()
 
 
 def rogue_argv(c: Chain, *args: str) -> list[str]:
