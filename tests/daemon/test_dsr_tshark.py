@@ -8,27 +8,17 @@ dissector and compared with what the engine put in it.
 from __future__ import annotations
 
 from manetkit.daemon.wire import dsr, ipv4
-from tests.daemon.dsrutil import A, dsr_net, first, tcp_packet
-from tests.helpers import tshark
-from tests.helpers.dsrframes import LABELS, seen, tshark_view
+from tests.daemon.dsrutil import A, dsr_net, first
+from tests.helpers.dsrframes import LABELS, decode_a_break, seen, tshark_view
 
 
 def test_engine_frames_decode_as_meant():
     links = [(1, 2), (2, 3), (3, 4), (2, 5), (5, 6), (6, 4)]
     sim = dsr_net(6, links)
-    sim.send(A(1), tcp_packet(A(1), A(4), 40000, 80, 1000))
-    sim.run(duration=1.0)
-    sim.unlink(A(2), A(3))
-    sim.send(A(1), tcp_packet(A(1), A(4), 40000, 80, 2000))
-    sim.run(duration=1.0)
-    frames = sim.frames
-    decoded = tshark.decode([f.ether() for f in frames])
-    assert len(decoded) == len(frames)
+    frames, decoded = decode_a_break(sim, A(1), A(4), cut=(A(2), A(3)))
 
     kinds = set()
     for f, layers in zip(frames, decoded, strict=True):
-        assert layers["ip"]["ip.checksum.status"] == "1", "engine produced a bad IP checksum"
-        assert layers["ip"]["ip.proto"] == "48"
         _, hdr = dsr.parse(f.packet)
         shown = [v for k, v in layers["dsr"]["Options"].items()]
         ours = [p.option for p in hdr.options]

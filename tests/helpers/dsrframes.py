@@ -3,14 +3,19 @@
 Shared by the DSR and SMR wire tests (tests/daemon/test_dsr_tshark.py,
 test_smr_tshark.py) and the SMR lab test: :func:`tshark_view` is the expectation built
 from a :mod:`manetkit.daemon.wire.dsr` option, :func:`seen` the same fields read back from
-``tshark -T json`` (:mod:`tests.helpers.tshark`).
+``tshark -T json`` (:mod:`tests.helpers.tshark`); :func:`decode_a_break` runs the story
+both wire tests decode.
 """
 
 from __future__ import annotations
 
 import re
+from ipaddress import IPv4Address
 
 from manetkit.daemon.wire import dsr
+from tests.daemon.dsrutil import tcp_packet
+from tests.daemon.enginesim import Frame, Sim
+from tests.helpers import tshark
 
 
 def hop_list(layer: dict) -> list[str]:
@@ -81,3 +86,23 @@ def seen(layer: dict) -> dict:
             out[k] = v
     out.setdefault("hops", [])
     return out
+
+
+def decode_a_break(
+    sim: Sim, src: IPv4Address, dst: IPv4Address, cut: tuple[IPv4Address, IPv4Address]
+) -> tuple[list[Frame], list[dict]]:
+    """A TCP segment ``src`` -> ``dst`` (seq 1000), a second of simulated time, the link
+    ``cut`` broken, a second segment (seq 2000) and another second: every frame on the air
+    and tshark's layers of each, all of them DSR (IP protocol 48) with a good IP checksum."""
+    sim.send(src, tcp_packet(src, dst, 40000, 80, 1000))
+    sim.run(duration=1.0)
+    sim.unlink(*cut)
+    sim.send(src, tcp_packet(src, dst, 40000, 80, 2000))
+    sim.run(duration=1.0)
+    frames = sim.frames
+    decoded = tshark.decode([f.ether() for f in frames])
+    assert len(decoded) == len(frames)
+    for layers in decoded:
+        assert layers["ip"]["ip.checksum.status"] == "1", "engine produced a bad IP checksum"
+        assert layers["ip"]["ip.proto"] == "48"
+    return frames, decoded
