@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from manetkit.daemon.wire import manet_ext as mx
 from tests.daemon.dsrutil import A
-from tests.helpers.busdsr import FLOW, break_and_send, data, frames_with, notices, seqs, setup
+from tests.helpers.busdsr import (
+    FLOW,
+    break_and_send,
+    data,
+    frames_with,
+    lose_first_erdn,
+    notices,
+    seqs,
+    setup,
+)
 
 
 def test_erdn_reaches_the_source_nodes_hold_and_ersn_releases_in_order():
@@ -39,18 +48,7 @@ def test_erdn_reaches_the_source_nodes_hold_and_ersn_releases_in_order():
 
 def test_erdn_retransmitted_until_acked_when_the_first_copy_is_lost():
     sim = setup(detour=False)
-    eng2 = sim.engines[A(2)]
-    real = eng2.receive_frame
-    lost = []
-
-    def lossy(now, packet, src_mac=None, rssi=None):
-        # The first ERDN is lost at node 2 (e.g. its queue overflowed): no 802.11 failure.
-        if not lost and mx.DSR_OPT_ERDN.to_bytes(1, "big") + b"\x1a" in packet:
-            lost.append(now)
-            return
-        real(now, packet, src_mac, rssi)
-
-    eng2.receive_frame = lossy
+    lost = lose_first_erdn(sim, 2)
     break_and_send(sim, detour_after=0.5)
     assert len(lost) == 1
     sent = frames_with(sim, 3, mx.KIND_ERDN)
@@ -82,17 +80,9 @@ def test_late_erdn_retransmission_does_not_hold_the_flow_again():
     retransmission, which must then neither hold the flow nor reach the proxy."""
     sim = setup()
     eng2 = sim.engines[A(2)]
-    real = eng2.receive_frame
-    lost = []
-
-    def lossy(now, packet, src_mac=None, rssi=None):
-        if not lost and mx.DSR_OPT_ERDN.to_bytes(1, "big") + b"\x1a" in packet:
-            lost.append(now)
-            return
-        real(now, packet, src_mac, rssi)
-
-    eng2.receive_frame = lossy
+    lost = lose_first_erdn(sim, 2)
     break_and_send(sim)
+    assert len(lost) == 1
     assert not sim.events(A(1), "erdn")  # the ERSN came first; the old ERDN is void
     assert len(sim.events(A(1), "ersn")) == 1
     assert not eng2.bus.state.holds

@@ -1,7 +1,8 @@
 """TCP-BuS over DSR on the fake-clock simulator (Kim, Toh & Choi section IV): the chain.
 
 1-2-3-4-5 carries a TCP flow 1->5; :func:`setup` breaks link 3-4 (with a detour 3-6-5
-unless ``detour=False``) and :func:`break_and_send` sends into the break. Shared by
+unless ``detour=False``), :func:`break_and_send` sends into the break and
+:func:`lose_first_erdn` loses the first ERDN at a node. Shared by
 tests/daemon/test_bus_dsr.py, test_bus_events.py and test_dsr_held_links.py.
 """
 
@@ -78,3 +79,20 @@ def break_and_send(sim, detour_after=None):
         sim.link(A(3), A(6))
         sim.link(A(6), A(5))
     sim.run(duration=2.0)
+
+
+def lose_first_erdn(sim, node: int) -> list[float]:
+    """The first ERDN to reach ``node`` is lost there (e.g. its queue overflowed), with no
+    802.11 failure to tell the sender; returns the times it was lost (one, once it was)."""
+    eng = sim.engines[A(node)]
+    real = eng.receive_frame
+    lost: list[float] = []
+
+    def lossy(now, packet, src_mac=None, rssi=None):
+        if not lost and mx.DSR_OPT_ERDN.to_bytes(1, "big") + b"\x1a" in packet:
+            lost.append(now)
+            return
+        real(now, packet, src_mac, rssi)
+
+    eng.receive_frame = lossy
+    return lost
