@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from manetkit.lab import netns
-from tests.helpers.lab import manetkit
+from tests.helpers.lab import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -39,13 +38,7 @@ traffics:
 def test_a_flapping_link_is_timed_by_the_flap_plugin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    (tmp_path / "run").mkdir()
-    monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path / "run"))  # the lab's files, private
-    before = set(netns.list_names("mk-mkx"))  # another run\'s leftovers are not ours
-    spec = tmp_path / "flap.yaml"
-    spec.write_text(SPEC)
-    out = tmp_path / "out"
-    manetkit("experiment", str(spec), "--out", str(out), timeout=150)
+    out, _ = run_experiment(tmp_path, monkeypatch, SPEC, timeout=150)
     doc = json.loads((out / "runs" / "chain-4_dsr_elfn_v0_s1_flap3.json").read_text())
     assert doc["link_flap"] == {"a": "n2", "b": "n3", "breaks": 2, "planned": 2, "error": None}
     flow = doc["bulk"]["flows"][0]
@@ -62,4 +55,3 @@ def test_a_flapping_link_is_timed_by_the_flap_plugin(
     md = (out / "report" / "README.md").read_text()
     assert "## Link flaps: recovery after each restoration" in md
     assert "## TCP retransmissions (ss -tin)" in md
-    assert not set(netns.list_names("mk-mkx")) - before  # the run's lab is down

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from manetkit.lab import netns
-from tests.helpers.lab import REPO, manetkit
+from tests.helpers.lab import REPO, run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -18,12 +17,8 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow]
 def test_the_smoke_matrix_runs_end_to_end_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    (tmp_path / "run").mkdir()
-    monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path / "run"))  # the labs' files, private
-    before = set(netns.list_names("mk-mkx"))  # another run\'s leftovers are not ours
-    out = tmp_path / "smoke"
     spec = REPO / "configs" / "experiments" / "smoke.yaml"
-    manetkit("experiment", str(spec), "--out", str(out), timeout=150)
+    out, _ = run_experiment(tmp_path, monkeypatch, spec, timeout=150)
     runs = out / "runs"
     bulk = json.loads((runs / "chain-3_dsr_none_v0_s1_bulk1.json").read_text())
     flow = bulk["bulk"]["flows"][0]
@@ -58,7 +53,6 @@ def test_the_smoke_matrix_runs_end_to_end_and_resumes(
     assert bg["delivery_ratio"] > 0.8, bg  # a static 2-hop chain loses next to nothing
     assert (out / "report" / "goodput-chain-3-bulk1.png").exists()
     assert (out / "report" / "http-chain-3-http.png").exists()
-    assert not set(netns.list_names("mk-mkx")) - before  # every lab of the runs is down
     # a second pass finds both runs done and runs no lab
-    again = manetkit("experiment", str(spec), "--out", str(out), "--no-report", timeout=30)
+    _, again = run_experiment(tmp_path, monkeypatch, spec, "--no-report", timeout=30)
     assert "made 0, already done 2" in again.stdout

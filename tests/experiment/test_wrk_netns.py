@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from manetkit.lab import netns
-from tests.helpers.lab import manetkit
+from tests.helpers.lab import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -33,13 +32,7 @@ traffics:
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (.ci/install installs it)")
 def test_a_wrk_run_loads_the_server_over_two_hops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    (tmp_path / "run").mkdir()
-    monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path / "run"))  # the lab's files, private
-    before = set(netns.list_names("mk-mkx"))  # another run\'s leftovers are not ours
-    spec = tmp_path / "wrk.yaml"
-    spec.write_text(SPEC)
-    out = tmp_path / "out"
-    manetkit("experiment", str(spec), "--out", str(out), "--no-report", timeout=120)
+    out, _ = run_experiment(tmp_path, monkeypatch, SPEC, "--no-report", timeout=120)
     doc = json.loads((out / "runs" / "chain-3_dsr_none_v0_s1_wrk.json").read_text())
     w = doc["wrk"]
     assert w["exit"] == 0
@@ -47,4 +40,3 @@ def test_a_wrk_run_loads_the_server_over_two_hops(tmp_path: Path, monkeypatch: p
     assert w["requests_per_s"] > 0
     lat = w["latency_s"]
     assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] < 10  # wrk's --timeout is 10 s
-    assert not set(netns.list_names("mk-mkx")) - before  # the run's lab is down

@@ -12,14 +12,17 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from manetkit import jsonlines, paths
 from manetkit.daemonstatus import DaemonStatus, fetch_status
+from manetkit.lab import netns
 from manetkit.lab.medium.control import control as medium_control
 from manetkit.procs import wait_for
 
 __all__ = [
     "REPO", "SCENARIOS", "EventLog", "air_quiet", "listening", "manetkit", "nsexec", "nspopen",
-    "ping_ok", "status", "unique_lab", "wait_for", "wait_ping", "write_scenario",
+    "ping_ok", "run_experiment", "status", "unique_lab", "wait_for", "wait_ping", "write_scenario",
 ]  # fmt: skip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +49,29 @@ def manetkit(*args: str, check: bool = True, timeout: float = 120) -> subprocess
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+def run_experiment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str | Path, *args: str, timeout: float
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """``manetkit experiment`` through the real CLI (:func:`manetkit`) with its labs' files
+    in a private MANETKIT_RUNDIR (``tmp_path/run``). ``spec``: a spec's text (written to
+    ``tmp_path/spec.yaml``) or a spec file's path; ``args``: more of the CLI's arguments.
+    Returns the results folder (``tmp_path/out``) and the CLI's result, once no namespace
+    of a lab the run brought up is left."""
+    rundir = tmp_path / "run"
+    rundir.mkdir(exist_ok=True)
+    monkeypatch.setenv("MANETKIT_RUNDIR", str(rundir))
+    labs = f"{paths.NETNS_PREFIX}mkx"  # the runner's lab names (manetkit.experiment.execute)
+    before = set(netns.list_names(labs))  # another run's leftovers are not ours
+    if isinstance(spec, str):
+        path = tmp_path / "spec.yaml"
+        path.write_text(spec)
+        spec = path
+    out = tmp_path / "out"
+    proc = manetkit("experiment", str(spec), "--out", str(out), *args, timeout=timeout)
+    assert not set(netns.list_names(labs)) - before  # every lab of the run is down
+    return out, proc
 
 
 def nsexec(lab: str, node: str, *cmd: str, check: bool = True, timeout: float = 60):
