@@ -87,16 +87,23 @@ def test_load_bad_yaml(tmp_path):
         load_config(tmp_path / "missing.yaml")
 
 
-def test_cli_check_prints_effective_config(tmp_path):
+def daemon_check(tmp_path, config: str) -> subprocess.CompletedProcess[str]:
+    """``manetkit daemon --config <config written to a file> --check``, as a user runs it."""
     p = tmp_path / "c.yaml"
-    p.write_text("address: 10.42.0.3\nprotocol: static\nstatic_routes: {10.42.0.9: 10.42.0.4}\n")
-    out = subprocess.run(
+    p.write_text(config)
+    return subprocess.run(
         [sys.executable, "-m", "manetkit.cli", "daemon", "--config", str(p), "--check"],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout
-    eff = yaml.safe_load(out)
+    )
+
+
+def test_cli_check_prints_effective_config(tmp_path):
+    r = daemon_check(
+        tmp_path, "address: 10.42.0.3\nprotocol: static\nstatic_routes: {10.42.0.9: 10.42.0.4}\n"
+    )
+    assert r.returncode == 0, r.stderr
+    eff = yaml.safe_load(r.stdout)
     assert eff["address"] == "10.42.0.3"
     assert eff["ethertype"] == "0x88B5"
     assert eff["static_routes"] == {"10.42.0.9": "10.42.0.4"}
@@ -104,13 +111,7 @@ def test_cli_check_prints_effective_config(tmp_path):
 
 
 def test_cli_bad_config_exit_2(tmp_path):
-    p = tmp_path / "c.yaml"
-    p.write_text("address: 10.42.0.3\nlog_level: loud\n")
-    r = subprocess.run(
-        [sys.executable, "-m", "manetkit.cli", "daemon", "--config", str(p), "--check"],
-        capture_output=True,
-        text=True,
-    )
+    r = daemon_check(tmp_path, "address: 10.42.0.3\nlog_level: loud\n")
     assert r.returncode == 2
     assert "log_level" in r.stderr and "Traceback" not in r.stderr
 

@@ -8,11 +8,12 @@ disagree: 1-2-3 with a direct "gray" link 1-3.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from ipaddress import IPv4Address
 
-from manetkit.daemon.admission import ADMIT_ALL, SignalFloor
+from manetkit.daemon.admission import ADMIT_ALL, LinkAdmission, SignalFloor
 from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
+from manetkit.daemon.engines.base import RoutingEngine
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
 from manetkit.daemon.engines.dsr.cache import RouteCache
 from manetkit.daemon.engines.smr import SmrConfig, SmrEngine
@@ -46,19 +47,25 @@ class GrayIsDear:
         return sum(self.link_cost(now, a, b) for a, b in zip(path, path[1:], strict=False))
 
 
-def dsr_route(admission: bool, engine=DsrEngine, config=DsrConfig) -> tuple[int, ...]:
-    engines = {
-        A(i): engine(
-            A(i),
-            config(seed=i),
-            NeighbourTable(),
-            admission=RefuseGray(A(i)) if admission else ADMIT_ALL,
-        )
-        for i in (1, 2, 3)
-    }
+def send_over_the_triangle(
+    make: Callable[[int, LinkAdmission], RoutingEngine], admission: bool, packet: bytes
+) -> tuple[dict[IPv4Address, RoutingEngine], Sim]:
+    """1-2-3 with the gray link 1-3, node ``i``'s engine ``make(i, policy)`` (the policy
+    :class:`RefuseGray` with ``admission``, else admit all); 1 sends ``packet`` to 3, and
+    two seconds pass."""
+    engines = {A(i): make(i, RefuseGray(A(i)) if admission else ADMIT_ALL) for i in (1, 2, 3)}
     sim = Sim(engines, LINKS)
-    sim.send(A(1), udp_packet(A(1), A(3)))
+    sim.send(A(1), packet)
     sim.run(duration=2.0)
+    return engines, sim
+
+
+def dsr_route(admission: bool, engine=DsrEngine, config=DsrConfig) -> tuple[int, ...]:
+    engines, sim = send_over_the_triangle(
+        lambda i, policy: engine(A(i), config(seed=i), NeighbourTable(), admission=policy),
+        admission,
+        udp_packet(A(1), A(3)),
+    )
     assert sim.delivered[A(3)]
     route = engines[A(1)].strategy.route_for(sim.now, A(3))
     if admission:
@@ -85,18 +92,13 @@ def test_dsr_cache_selects_by_the_metric():
 
 def test_aodv_admission_keeps_routes_off_a_refused_link():
     for admission, via, hops in ((False, 3, 1), (True, 2, 2)):
-        engines = {
-            A(i): AodvEngine(
-                A(i),
-                AodvConfig(hellos=False),
-                NeighbourTable(),
-                admission=RefuseGray(A(i)) if admission else ADMIT_ALL,
-            )
-            for i in (1, 2, 3)
-        }
-        sim = Sim(engines, LINKS)
-        sim.send(A(1), aodvsim.data(A(1), A(3), 1))
-        sim.run(duration=2.0)
+        engines, sim = send_over_the_triangle(
+            lambda i, policy: AodvEngine(
+                A(i), AodvConfig(hellos=False), NeighbourTable(), admission=policy
+            ),
+            admission,
+            aodvsim.data(A(1), A(3), 1),
+        )
         r = engines[A(1)].route(A(3))
         assert (r.next_hop, r.hops) == (A(via), hops)
         assert [aodvsim.payload_id(p) for p in sim.delivered[A(3)]] == [1]

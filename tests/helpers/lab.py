@@ -10,18 +10,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from manetkit import jsonlines, paths
 from manetkit.daemonstatus import DaemonStatus, fetch_status
-from manetkit.lab import netns
+from manetkit.lab import netns, nodes
 from manetkit.lab.medium.control import control as medium_control
 from manetkit.procs import wait_for
 
 __all__ = [
-    "REPO", "SCENARIOS", "EventLog", "air_quiet", "listening", "manetkit", "nsexec", "nspopen",
+    "REPO", "SCENARIOS", "EventLog", "air_quiet", "labs_made", "listening", "manetkit", "nsexec", "nspopen",
     "ping_ok", "run_experiment", "status", "unique_lab", "wait_for", "wait_ping", "write_scenario",
 ]  # fmt: skip
 
@@ -49,6 +50,29 @@ def manetkit(*args: str, check: bool = True, timeout: float = 120) -> subprocess
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+@contextlib.contextmanager
+def labs_made() -> Iterator[Callable[..., str]]:
+    """``make(scenario, *args, prefix="lt") -> lab`` runs ``manetkit lab up`` on a fresh lab
+    name (:func:`unique_lab`); on leaving, whatever happened, every lab made is brought down
+    and no namespace of it may survive."""
+    made: list[str] = []
+
+    def make(scenario: str | Path, *args: str, prefix: str = "lt") -> str:
+        lab = unique_lab(prefix)
+        made.append(lab)
+        manetkit("lab", "up", str(scenario), "--name", lab, *args)
+        return lab
+
+    try:
+        yield make
+    finally:
+        for lab in made:
+            manetkit("lab", "down", "--name", lab, check=False)
+            # Belt and braces: even if the CLI failed, nothing of the lab may survive.
+            nodes.down(lab)
+            assert not netns.list_names(f"{paths.NETNS_PREFIX}{lab}-")
 
 
 def run_experiment(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from manetkit import paths
-from manetkit.lab import netns, nodes
-from tests.helpers.lab import manetkit, unique_lab
+from manetkit.lab import netns
+from tests.helpers.lab import labs_made, unique_lab
 from tests.helpers.radio import FakeMedium
 
 
@@ -26,24 +26,10 @@ def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def lab_factory(rundir: Path) -> Iterator[Callable[..., str]]:
-    """``make(scenario_path, *extra_args) -> lab`` runs ``manetkit lab up``; every lab made is
-    brought down at the end of the test, whatever happened."""
-    made: list[str] = []
-
-    def make(scenario: str | Path, *extra: str, prefix: str = "lt") -> str:
-        lab = unique_lab(prefix)
-        made.append(lab)
-        manetkit("lab", "up", str(scenario), "--name", lab, *extra)
-        return lab
-
-    try:
+    """``make(scenario_path, *extra_args, prefix="lt") -> lab`` runs ``manetkit lab up``;
+    every lab made is brought down at the end of the test, whatever happened."""
+    with labs_made() as make:
         yield make
-    finally:
-        for lab in made:
-            manetkit("lab", "down", "--name", lab, check=False)
-            # Belt and braces: even if the CLI failed, nothing of the lab may survive.
-            nodes.down(lab)
-            assert not netns.list_names(f"{paths.NETNS_PREFIX}{lab}-")
 
 
 @pytest.fixture

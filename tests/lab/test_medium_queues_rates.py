@@ -25,7 +25,8 @@ from manetkit.lab.medium.queues import (
 )
 from manetkit.lab.medium.ratecontrol import FixedRate, Minstrel
 from manetkit.lab.medium.realistic import RealisticMedium
-from tests.lab.test_medium_realistic import CALM, run
+from tests.helpers.medium import run_events
+from tests.lab.test_medium_realistic import CALM
 
 B = profile_defaults("outdoor", "802.11b")
 
@@ -148,7 +149,7 @@ def test_minstrel_chain_shape_and_sampling():
 def drive_minstrel(distance: float, seconds: float) -> RealisticMedium:
     prof = B.with_(rate_control="minstrel", shadowing_sigma_db=0.0, coherence_time_s=0.0)
     m = RealisticMedium(World(Static([(0, 0), (distance, 0)]), 2), prof, seed=4)
-    run(m, seconds, {1: 2})
+    run_events(m, seconds, {1: 2})
     return m
 
 
@@ -171,5 +172,5 @@ def test_minstrel_converges_down_on_a_lossy_link():
         B.with_(shadowing_sigma_db=0.0, coherence_time_s=0.0),
         seed=4,
     )
-    d_fixed, _ = run(fixed, 4.0, {1: 2})
+    d_fixed, _ = run_events(fixed, 4.0, {1: 2})
     assert m.counters["delivered"] > 5 * len(d_fixed)

@@ -12,13 +12,13 @@ from manetkit.lab.medium import realistic
 from manetkit.lab.medium.airtime import mpdu_bytes, ppdu_us
 from manetkit.lab.medium.curves import delivery_curve, distance_at, expected_delivery
 from manetkit.lab.medium.errormodels import SHARED_TABLE, frame_layout
-from manetkit.lab.medium.mac import Delivery, TxStatus
+from manetkit.lab.medium.mac import TxStatus
 from manetkit.lab.medium.mobility import Static, World
 from manetkit.lab.medium.power import noise_floor_w
 from manetkit.lab.medium.profiles import NodeOffset, profile_defaults
 from manetkit.lab.medium.protocol import node_mac
 from manetkit.lab.medium.realistic import BCAST, RealisticMedium, _Exchange
-from tests.helpers.medium import frame
+from tests.helpers.medium import frame, run_events
 
 B = profile_defaults("outdoor", "802.11b")
 CALM = B.with_(shadowing_sigma_db=0.0, nakagami_m=None)  # no shadowing, no fading
@@ -26,22 +26,6 @@ CALM = B.with_(shadowing_sigma_db=0.0, nakagami_m=None)  # no shadowing, no fadi
 
 def medium(positions, profile=CALM, **kw) -> RealisticMedium:
     return RealisticMedium(World(Static(positions), len(positions)), profile, **kw)
-
-
-def run(m, until, saturate=None, t=0.0):
-    deliveries, statuses = [], []
-    while True:
-        for src, dst in (saturate or {}).items():
-            while m.queue_length(src) < 10:
-                m.transmit(t, src, frame(src, dst))
-        nxt = m.get_timer()
-        if nxt is None or nxt > until:
-            break
-        t = nxt
-        m.handle_timer(t)
-        while (ev := m.next_event()) is not None:
-            (deliveries if type(ev) is Delivery else statuses).append(ev)
-    return deliveries, statuses
 
 
 def send_at(m: RealisticMedium, src: int, t: float, size: int, rate: float) -> None:
@@ -155,7 +139,7 @@ def test_broadcast_at_the_basic_rate_unicast_at_the_data_rate():
     m.handle_timer(t)
     # a 1514-byte frame is a 1536-byte MPDU: at 1 Mbit/s 192 + 12288 us
     assert m.get_timer() - t == pytest.approx(ppdu_us(1536, 1.0) * 1e-6)
-    run(m, 1.0)
+    run_events(m, 1.0)
     m.transmit(1.0, 1, frame(1, 2))
     t = m.get_timer()
     m.handle_timer(t)
@@ -166,7 +150,7 @@ def test_broadcast_at_the_basic_rate_unicast_at_the_data_rate():
     assert ack_start - (t + data) == pytest.approx(10e-6)  # SIFS, then the ACK
     m.handle_timer(ack_start)
     assert m.get_timer() - ack_start == pytest.approx(ppdu_us(14, 1.0) * 1e-6)  # at 1 Mbit/s
-    d, s = run(m, 2.0)
+    d, s = run_events(m, 2.0)
     assert [ev.node for ev in d] == [2] and s == []
     assert m.counters["unicast_ok"] == 1 and m.counters["broadcast"] == 1
 
@@ -176,7 +160,7 @@ def test_same_slot_contenders_collide():
     here backoffs that end in the same slot collide, and both retry."""
     pos = [(0.0, 0.0), (10.0, 0.0), (5.0, 8.0)]
     m = medium(pos, seed=4)
-    d, s = run(m, 2.0, {1: 3, 2: 3})
+    d, s = run_events(m, 2.0, {1: 3, 2: 3})
     c = m.counters
     assert c["interference_losses"] > 20 and c["retries"] > 20
     assert c["unicast_ok"] == len(d) > 500  # and the channel is still shared
@@ -192,9 +176,9 @@ def test_hidden_terminals_with_and_without_rts():
     off = medium(pos, prof, seed=5)
     # hidden from each other: below the preamble detection and energy thresholds
     assert 10 * math.log10(off.snapshot.mean_w[0][2] * 1000) < prof.preamble_min_rssi_dbm
-    d_off, _ = run(off, 3.0, {1: 2, 3: 2})
+    d_off, _ = run_events(off, 3.0, {1: 2, 3: 2})
     on = medium(pos, prof, seed=5, rts_threshold=0)
-    d_on, _ = run(on, 3.0, {1: 2, 3: 2})
+    d_on, _ = run_events(on, 3.0, {1: 2, 3: 2})
     assert off.counters["interference_losses"] > 3 * on.counters["interference_losses"]
     assert len(d_on) > 1.5 * len(d_off)
 
@@ -203,7 +187,7 @@ def test_rssi_is_rounded_and_fades_from_frame_to_frame():
     m = medium([(0.0, 0.0), (60.0, 0.0)], B.with_(coherence_time_s=0.0), seed=6)
     for k in range(60):
         m.transmit(k * 0.01, 1, frame(1, None, 100))
-    d, _ = run(m, 2.0)
+    d, _ = run_events(m, 2.0)
     rssi = [ev.rssi_dbm for ev in d]
     assert len(rssi) > 50 and all(r == round(r) for r in rssi)
     assert len(set(rssi)) > 5  # Nakagami fading: several dB from frame to frame
@@ -217,7 +201,7 @@ def test_asymmetric_link_from_a_transmit_power_offset():
     for k in range(20):
         m.transmit(k * 0.02, 1, frame(1, None, 100))
         m.transmit(k * 0.02 + 0.01, 2, frame(2, None, 100))
-    d, _ = run(m, 1.0)
+    d, _ = run_events(m, 1.0)
     assert sum(ev.node == 1 for ev in d) == 20  # n2 -> n1 at full power
     assert sum(ev.node == 2 for ev in d) == 0  # n1 -> n2 12 dB weaker: below detection
 
@@ -226,7 +210,7 @@ def test_unicast_failure_reports_the_retry_chain():
     m = medium([(0.0, 0.0), (900.0, 0.0)], retry_limit=3)
     f = frame(1, 2)
     m.transmit(0.0, 1, f)
-    d, s = run(m, 5.0)
+    d, s = run_events(m, 5.0)
     assert d == [] and [(x.node, x.retries, x.ok, x.frame) for x in s] == [(1, 3, False, f)]
     assert isinstance(s[0], TxStatus) and m.counters["transmissions"] == 4
 
@@ -238,7 +222,7 @@ def test_duplicate_after_a_lost_ack_is_delivered_once():
     m = medium([(0.0, 0.0), (180.0, 0.0)], prof, seed=8)
     for k in range(200):
         m.transmit(k * 0.01, 1, frame(1, 2, 200 + k))
-    d, s = run(m, 10.0)
+    d, s = run_events(m, 10.0)
     lengths = [len(ev.frame) for ev in d]
     assert len(lengths) == len(set(lengths))
     assert m.counters["acks_lost"] > 0
@@ -266,7 +250,7 @@ def test_same_seed_same_run():
     def trace(seed):
         prof = profile_defaults("indoor", "802.11g").with_(rate_control="minstrel")
         m = medium([(0.0, 0.0), (25.0, 0.0), (12.0, 20.0), (40.0, 5.0)], prof, seed=seed)
-        d, s = run(m, 1.0, {1: 2, 3: 4, 2: 1})
+        d, s = run_events(m, 1.0, {1: 2, 3: 4, 2: 1})
         h = hashlib.sha256()
         for ev in d + s:
             h.update(repr(tuple(ev)).encode())
@@ -278,7 +262,7 @@ def test_same_seed_same_run():
 
 def test_stats_and_neighbours_have_the_ns2_shape():
     m = medium([(0.0, 0.0), (50.0, 0.0), (2000.0, 0.0)])
-    run(m, 1.0, {1: 2})
+    run_events(m, 1.0, {1: 2})
     st = m.stats()
     for key in ("frames_in", "transmissions", "delivered", "queue_drops", "airtime_s"):
         assert key in st
@@ -294,5 +278,5 @@ def test_detaching_a_contending_node_cancels_its_start():
     while m.counters["unicast_ok"] == 0:
         m.handle_timer(m.get_timer())
     m.set_attached(1, False)
-    d, s = run(m, 1.0, t=0.01)
+    d, s = run_events(m, 1.0, t=0.01)
     assert s == [] and m.get_timer() is None and m.queue_length(1) == 0

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from manetkit import paths
-from manetkit.lab import netns, nodes
-from tests.helpers.lab import SCENARIOS, manetkit, nsexec, nspopen, unique_lab, wait_for
+from tests.helpers.lab import SCENARIOS, labs_made, manetkit, nsexec, nspopen, wait_for
 from tests.proxy.httpd import body
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -41,21 +40,8 @@ def lab_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
     run = tmp_path / "run"
     run.mkdir()
     monkeypatch.setenv("MANETKIT_RUNDIR", str(run))
-    made: list[str] = []
-
-    def up(*args: str) -> str:
-        lab = unique_lab("px")
-        made.append(lab)
-        manetkit("lab", "up", str(SCENARIOS / "chain-4.yaml"), "--name", lab, *args)
-        return lab
-
-    try:
-        yield up
-    finally:
-        for lab in made:
-            manetkit("lab", "down", "--name", lab, check=False)
-            nodes.down(lab)
-            assert not netns.list_names(f"{paths.NETNS_PREFIX}{lab}-")
+    with labs_made() as make:
+        yield lambda *args: make(SCENARIOS / "chain-4.yaml", *args, prefix="px")
 
 
 def node_status(lab: str) -> dict:

@@ -17,6 +17,7 @@ from manetkit.proxy.config import parse_config
 from manetkit.proxy.relay import Relay
 from manetkit.proxy.server import Proxy
 from manetkit.proxy.session import Session
+from tests.helpers.fakeleg import FakeLeg
 from tests.proxy.sim import DST, tokens
 
 
@@ -151,26 +152,6 @@ def test_a_connection_straight_to_the_intercept_port_is_refused() -> None:
             lsock.close()
 
     asyncio.run(main())
-
-
-class FakeLeg:
-    """An accepted leg as the hello step sees it, dialled to ``here``."""
-
-    def __init__(self, here: str = "10.42.0.4") -> None:
-        self.here = here
-        self.sent = bytearray()
-
-    def getsockname(self) -> tuple[str, int]:
-        return (self.here, 4242)
-
-    def send(self, data: bytes) -> int:
-        self.sent += data
-        return len(data)
-
-    def reply(self) -> fr.Frame | None:
-        reader = fr.FrameReader()
-        reader.feed(bytes(self.sent))
-        return reader.next_frame()
 
 
 def open_record(sid: bytes, addr: str = "10.42.0.4", port: int = 80) -> fr.Record:

@@ -33,6 +33,7 @@ from manetkit.proxy.channel import SessionKeys
 from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.server import Proxy
 from manetkit.proxy.session import Tombstone
+from tests.helpers.fakeleg import FakeLeg
 
 ME = IPv4Address("10.42.0.1")
 BCAST = IPv4Address("255.255.255.255")
@@ -329,21 +330,6 @@ class _Done:
 
     def tombstone(self) -> Tombstone:
         return Tombstone(self.sid, self.delivered, SessionKeys(bytes(32), bytes(32)))
-
-
-class FakeLeg:
-    """An accepted leg as the server's hello step sees it: dialled to ``here``."""
-
-    def __init__(self, here: str) -> None:
-        self.here = here
-        self.sent = bytearray()
-
-    def getsockname(self) -> tuple[str, int]:
-        return (self.here, 4242)
-
-    def send(self, data: bytes) -> int:
-        self.sent += data
-        return len(data)
 
 
 def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
