@@ -309,9 +309,8 @@ class Authenticator:
     # -- signing -------------------------------------------------------------------------
     def sign(self, now: float, packet: bytes, mac: bytes) -> bytes:
         """``packet`` with a fresh trailer (any old one replaced), to be transmitted from
-        the radio whose address is ``mac``; data unchanged."""
-        if is_data(packet, self.hello_port):
-            return packet  # the data plane's hot path
+        the radio whose address is ``mac``; data unchanged (the shell's :func:`is_data`
+        keeps the data plane from calling this at all)."""
         kind = self.kind(packet)
         if kind is None:
             return packet
@@ -383,8 +382,6 @@ class Authenticator:
         challenge reply adopts the neighbour's index, a challenge request is answered,
         and any other frame must carry the neighbour's accepted index and a fresh PC.
         """
-        if is_data(packet, self.hello_port):
-            return packet  # the data plane's hot path
         kind = self.kind(packet)
         if kind is None:
             return packet
