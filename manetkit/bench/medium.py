@@ -49,7 +49,6 @@ import os
 import selectors
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -66,6 +65,7 @@ from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.control import control
 from manetkit.lab.medium.mac import Delivery
+from manetkit.lab.medium.server import standalone_argv
 from manetkit.lab.scenario import scenario_from_dict
 
 FRAME_LEN = 1514
@@ -176,18 +176,9 @@ def measure(
     sock, ctl = workdir / "medium.sock", workdir / "ctl.sock"
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "manetkit.lab.medium.server",
-            str(scen),
-            "--lab",
-            "benchmed",
-            "--socket",
-            str(sock),
-            "--control",
-            str(ctl),
-            "--ground-truth",
-            str(workdir / "gt.jsonl"),
+            *standalone_argv(
+                scen, lab="benchmed", socket=sock, control=ctl, ground_truth=workdir / "gt.jsonl"
+            ),
             "--airtime-scale",
             repr(airtime_scale),
             # normal scheduling: the capacity run saturates the medium, and this process's

@@ -21,6 +21,7 @@ from manetkit.errors import UserError
 from manetkit.lab.fidelity import Reading
 from manetkit.lab.medium import protocol as p
 from manetkit.lab.medium.control import control
+from manetkit.lab.medium.server import standalone_argv
 from tests.helpers.lab import wait_for
 from tests.helpers.users import as_user
 
@@ -38,20 +39,7 @@ def medium_proc(tmp_path):
     scen.write_text(SCEN)
     sock, ctl, gt = tmp_path / "m.sock", tmp_path / "ctl.sock", tmp_path / "gt.jsonl"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "manetkit.lab.medium.server",
-            str(scen),
-            "--lab",
-            "mtest",
-            "--socket",
-            str(sock),
-            "--control",
-            str(ctl),
-            "--ground-truth",
-            str(gt),
-        ],
+        standalone_argv(scen, lab="mtest", socket=sock, control=ctl, ground_truth=gt),
         stderr=subprocess.PIPE,
         text=True,
     )

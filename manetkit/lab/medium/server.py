@@ -647,6 +647,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def standalone_argv(
+    scenario: Path | str, *, lab: str, socket: Path, control: Path, ground_truth: Path
+) -> list[str]:
+    """The command line of a medium started without ``lab up`` (the medium bench, the
+    server's tests): :func:`main` on these sockets; append any further options."""
+    import sys
+
+    return [
+        sys.executable, "-m", "manetkit.lab.medium.server", str(scenario), "--lab", lab,
+        "--socket", str(socket), "--control", str(control), "--ground-truth", str(ground_truth),
+    ]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m manetkit.lab.medium.server``: the medium without the lab CLI."""
     import sys
