@@ -77,9 +77,13 @@ class NeighbourUp:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NeighbourDown:
+    """``silent_s``: how long before this the neighbour was last heard (link sensing
+    declares a silent neighbour down seconds after it stopped working)."""
+
     neighbour: str
     mac: str | None = None
     reason: str | None = None
+    silent_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -603,8 +603,11 @@ class Daemon:
                 if n is not None:
                     n.up = False
                 self.engine.link_event(now, LinkDown(addr, d.reason))
+                silent = round(now - d.last_heard, 3) if d.last_heard is not None else None
                 self.events.publish(
-                    ev.NeighbourDown(neighbour=str(addr), mac=mac_s, reason=d.reason)
+                    ev.NeighbourDown(
+                        neighbour=str(addr), mac=mac_s, reason=d.reason, silent_s=silent
+                    )
                 )
             elif isinstance(d, Signal) and addr is not None:
                 n = self.neighbours.get(addr)

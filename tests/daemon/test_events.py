@@ -104,6 +104,8 @@ def test_neighbour_and_route_events_from_a_running_daemon(tmp_path):
         events = [json.loads(f.readline()) for _ in range(2)]
         kinds = {e["event"]: e for e in events}
         assert kinds["neighbour-down"]["reason"] == "silent"
+        # declared down 3.5 beacon periods after it was last heard, and it says so
+        assert 0.7 <= kinds["neighbour-down"]["silent_s"] < 1.5
         assert kinds["route-down"] == {
             **kinds["route-down"],
             "dst": "10.42.0.9",

@@ -53,6 +53,10 @@ def test_one_lost_hello_does_not_take_a_link_down():
     # three periods (+ half for jitter) of silence: down, exactly once
     assert m.get_timer() == 5.5
     assert after(m.handle_timer, 5.5) == [Down(A, "silent")]
+    assert m.next_event() is None
+    m.heard(6.0, B)
+    m.heard(6.2, B)
+    assert [(d.reason, d.last_heard) for d in after(m.handle_timer, 9.8)] == [("silent", 6.2)]
     assert after(m.handle_timer, 9.0) == []
     assert m.get_timer() is None
     # heard again: up again
@@ -80,3 +84,27 @@ def test_station_table_inactivity_and_weak_signal():
     assert after(m.last_heard, 10.0, B, 5.0) == []
     assert after(m.last_heard, 10.0, B, 0.5) == [Up(B, None)]
     assert m.get_timer() == 12.5
+
+
+def test_neighbour_down_says_how_long_the_neighbour_was_silent(tmp_path):
+    """The shell's neighbour-down carries ``silent_s`` (now - last heard): link sensing
+    declares a silent neighbour down seconds after it stopped working, and whoever
+    scores breaks (Atra's metric plug-in) dates them by it."""
+    from manetkit import events
+    from manetkit.daemon.config import DaemonConfig
+    from manetkit.daemon.linksense.base import StationSeen
+    from manetkit.daemon.shell import Daemon
+
+    cfg = {"address": "10.42.0.1", "protocol": "dsr", "event_socket": str(tmp_path / "ev.sock")}
+    d = Daemon(DaemonConfig.model_validate(cfg))
+    published = []
+    d.events.publish = published.append  # type: ignore[method-assign]
+    d.neighbours.learn(0.0, IPv4Address("10.42.0.2"), B)
+    d._on_station(10.0, StationSeen(B, -80.0))
+    d._on_station(11.2, StationSeen(B, -85.0))
+    deadline = d.monitor.get_timer()
+    assert deadline is not None
+    d.monitor.handle_timer(deadline)
+    d._apply(deadline, d._decisions())
+    down = [e for e in published if isinstance(e, events.NeighbourDown)]
+    assert [(e.reason, e.silent_s) for e in down] == [("silent", round(deadline - 11.2, 3))]

@@ -3,7 +3,7 @@
 A core in the shape of docs/style.md: raw observations (a hello heard, a station-table
 row, a unicast tx failure, the backend's own "no such station") go in with ``now``;
 decisions are drained with :meth:`LinkMonitor.next_event`: ``Up(mac, signal)``,
-``Down(mac, reason)``, ``Signal(mac, dbm)``; one timer (:meth:`LinkMonitor.get_timer`,
+``Down(mac, reason, last_heard)``, ``Signal(mac, dbm)``; one timer (:meth:`LinkMonitor.get_timer`,
 :meth:`LinkMonitor.handle_timer`) declares silent neighbours down.
 
 The rules (docs/daemon.md "Link sensing"):
@@ -29,7 +29,7 @@ counted in ``evicted``. Forged frames from made-up MACs therefore cannot grow it
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from manetkit.daemon.admission import LinkAdmission, SignalFloor
 
@@ -42,8 +42,12 @@ class Up:
 
 @dataclass(frozen=True, slots=True)
 class Down:
+    """``mac`` is gone; ``last_heard``: when it was last heard (the monitor's clock): a
+    silent neighbour is declared down ``silence_s`` after that."""
+
     mac: bytes
     reason: str
+    last_heard: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +169,9 @@ class LinkMonitor:
         link = self._links.pop(mac)
         self.evicted += 1
         if link.up:
-            self._events.append(Down(mac, "evicted"))
+            self._events.append(Down(mac, "evicted", link.last_heard))
 
     def _down(self, mac: bytes, link: _Link, reason: str) -> None:
         link.up = False
         link.failures = 0
-        self._events.append(Down(mac, reason))
+        self._events.append(Down(mac, reason, link.last_heard))

@@ -5,28 +5,38 @@ docs/atra.md); every daemon emits a ``predicted-failure`` event for each predict
 ``route-down`` for each link it lost without one (``broken_link`` = this node and the
 neighbour, ``predicted`` false). Over the window:
 
-* **precision**: a prediction is a hit when its link really left the medium's graph
-  within twice the look-ahead after it (:func:`score`); a link predicted from both ends
-  counts once per end. False alarms whose link left the graph later are counted apart
-  with that delay (a few seconds: predicted too early; much longer: the neighbours
-  turned), the others never lost it.
+* **precision**: a prediction is a hit when its link was in the medium's graph when it
+  was made and left it within twice the look-ahead after it (:func:`score`); a link
+  predicted from both ends counts once per end. The false alarms are split: the link
+  had already left the graph (a late prediction: no lead; on a realistic profile a
+  neighbour is often heard beyond the usable-link edge), it left the graph later (with
+  that delay: a few seconds, predicted too early; much longer, the neighbours turned),
+  or it never did.
 * **recall**: the local link breaks the daemons reported, one per node and neighbour
   (reports of the same link within 1 s merged), of which a prediction of that node for
-  that neighbour came within twice the look-ahead before (:func:`classify_breaks`); the
-  breaks no prediction covered are split by the graph at the break: link still in range
-  (802.11 retries failed under contention: no power trend foresees that) or gone (a
-  miss of the predictor).
+  that neighbour came within twice the look-ahead before the break
+  (:func:`classify_breaks`). A break link sensing found by silence (reason ``silent``:
+  the neighbour not heard for ``link_sensing.hysteresis.inactive_s``, 3 s) is dated
+  when the neighbour was last heard (the ``silent_s`` of the daemon's
+  ``neighbour-down``), as the engines date it: the report comes seconds after the link
+  stopped working. The breaks no prediction covered are split by the graph at the
+  report: link still in range (802.11 retries failed under contention: no power trend
+  foresees that) or gone (a miss of the predictor).
 * the engines' own Atra counters (predictions, hits and false alarms as the engines score
   them, breaks not predicted, predicted and proactive errors sent, predicted switches,
   requests suppressed, pinned acks), summed over the nodes.
 
 The plug-in waits twice the look-ahead after the window before the lab goes down, so the
-last predictions' links have time to resolve in the graph log.
+last predictions' links have time to resolve in the graph log; it writes that log to the
+run's work directory (``ground-truth.jsonl``, beside ``events.jsonl``: with
+``--keep-work`` a run can be scored again).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import json
 import time
 from typing import Any
 
@@ -50,22 +60,43 @@ COUNTERS = (
 )
 
 Prediction = tuple[float, str, str]  # Unix time, node, neighbour node
-Break = tuple[float, str, str, str]  # Unix time, node, neighbour node, reason
+# Unix time of the report, node, neighbour node, reason, Unix time the break is dated
+# (when the neighbour was last heard for a silent break, else the report's time)
+Break = tuple[float, str, str, str, float]
+Snaps = list[tuple[float, set[frozenset[str]]]]
+
+
+def _snaps(graph: list[dict[str, Any]]) -> Snaps:
+    return [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+
+
+def _graph_at(snaps: Snaps, walls: list[float], t: float) -> set[frozenset[str]] | None:
+    """The graph's edges at ``t`` (the last change at or before it); None before the log."""
+    k = bisect.bisect_right(walls, t)
+    return snaps[k - 1][1] if k else None
 
 
 def score(preds: list[Prediction], graph: list[dict[str, Any]], horizon_s: float) -> dict[str, Any]:
-    """Ground-truth precision: a prediction is a hit when its link left the medium's graph
-    within ``horizon_s`` (twice the look-ahead) after it; a link predicted from both ends
-    counts once per end. A false alarm whose link left the graph later in the log is
-    counted in ``false_alarms_lost_later`` with that delay in ``late_losses_s``, else in
-    ``false_alarms_never_lost`` (the link lasted to the end of the log)."""
+    """Ground-truth precision: a prediction is a hit when its link was in the medium's
+    graph when it was made and left it within ``horizon_s`` (twice the look-ahead) after
+    it; a link predicted from both ends counts once per end. The false alarms are split:
+    ``false_alarms_already_gone`` (the link was not in the graph when predicted: the
+    first change of the graph after it is no lead), ``false_alarms_lost_later`` (it left
+    the graph later, the delays in ``late_losses_s``), ``false_alarms_never_lost`` (it
+    lasted to the end of the log)."""
     hits = 0
+    already = 0
     leads: list[float] = []
     late: list[float] = []
-    snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+    snaps = _snaps(graph)
+    walls = [w for w, _ in snaps]
     for t, a, b in preds:
         edge = frozenset((a, b))
-        gone = next((w for w, es in snaps if t < w and edge not in es), None)
+        now = _graph_at(snaps, walls, t)
+        if now is not None and edge not in now:
+            already += 1
+            continue
+        gone = next((w for w, es in snaps[bisect.bisect_right(walls, t) :] if edge not in es), None)
         if gone is not None and gone <= t + horizon_s:
             hits += 1
             leads.append(gone - t)
@@ -78,8 +109,9 @@ def score(preds: list[Prediction], graph: list[dict[str, Any]], horizon_s: float
         "false_alarms": n - hits,
         "precision": round(hits / n, 3) if n else None,
         "mean_lead_s": round(sum(leads) / len(leads), 2) if leads else None,
+        "false_alarms_already_gone": already,
         "false_alarms_lost_later": len(late),
-        "false_alarms_never_lost": n - hits - len(late),
+        "false_alarms_never_lost": n - hits - already - len(late),
         "late_losses_s": sorted(late),
     }
 
@@ -94,32 +126,28 @@ def classify_breaks(
     """The local link breaks, merged per node and neighbour (reports of the same link
     within ``merge_s`` of the previous one are one break: one route-down per route through
     it): ``predicted`` when that node predicted that neighbour's failure within
-    ``horizon_s`` before; the others split by the graph at the break into ``in_graph``
-    (still in range) and ``gone``, and by reason (``tx-failed``, ``link-down``, ...);
-    ``recall`` = predicted / breaks. Unlike the engines' ``breaks_not_predicted``, any
-    link a route went over counts."""
-    snaps = [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
+    ``horizon_s`` before the break's date (up to its report); the others split by the
+    graph at the report into ``in_graph`` (still in range) and ``gone``, and by reason
+    (``tx-failed``, ``silent``, ...); ``recall`` = predicted / breaks. Unlike the
+    engines' ``breaks_not_predicted``, any link a route went over counts."""
+    snaps = _snaps(graph)
+    walls = [w for w, _ in snaps]
     merged: list[Break] = []
     last: dict[tuple[str, str], float] = {}
-    for t, node, nb, reason in sorted(breaks):
+    for br in sorted(breaks):
+        t, node, nb = br[:3]
         prev = last.get((node, nb))
         last[(node, nb)] = t
         if prev is None or t - prev > merge_s:
-            merged.append((t, node, nb, reason))
+            merged.append(br)
     out: dict[str, Any] = {"breaks": len(merged), "predicted": 0, "in_graph": 0, "gone": 0,
                            "unknown": 0, "by_reason": {}}  # fmt: skip
-    for t, node, nb, reason in merged:
-        if any(a == node and b == nb and t - horizon_s <= tp <= t for tp, a, b in preds):
+    for t, node, nb, reason, dated in merged:
+        if any(a == node and b == nb and dated - horizon_s <= tp <= t for tp, a, b in preds):
             out["predicted"] += 1
             continue
-        before = [es for w, es in snaps if w <= t]
-        kind = (
-            "unknown"
-            if not before
-            else "in_graph"
-            if frozenset((node, nb)) in before[-1]
-            else "gone"
-        )
+        now = _graph_at(snaps, walls, t)
+        kind = "unknown" if now is None else "in_graph" if frozenset((node, nb)) in now else "gone"
         out[kind] += 1
         by = out["by_reason"].setdefault(reason, {"in_graph": 0, "gone": 0, "unknown": 0})
         by[kind] += 1
@@ -128,19 +156,36 @@ def classify_breaks(
 
 
 def from_events(events: list[dict[str, Any]]) -> tuple[list[Prediction], list[Break]]:
-    """The predictions and the unpredicted local link breaks in a run's daemon events."""
+    """The predictions and the unpredicted local link breaks in a run's daemon events; a
+    silent break dated by the ``silent_s`` of the same node's ``neighbour-down`` for that
+    neighbour (within a second of the report), else at the report."""
     preds: list[Prediction] = []
-    breaks: list[Break] = []
+    reports: list[tuple[float, str, str, str]] = []
+    heard: dict[tuple[str, str], list[tuple[float, float]]] = {}  # neighbour-down: t, heard
     for ev in events:
         node = ev.get("node")
         if not node:
             continue
-        if ev.get("event") == "predicted-failure" and ev.get("neighbour"):
+        kind = ev.get("event")
+        if kind == "predicted-failure" and ev.get("neighbour"):
             preds.append((float(ev["time"]), node, node_of(ev["neighbour"])))
-        elif ev.get("event") == "route-down" and not ev.get("predicted"):
+        elif kind == "route-down" and not ev.get("predicted"):
             link = ev.get("broken_link") or ()
             if len(link) == 2 and node_of(link[0]) == node:
-                breaks.append((float(ev["time"]), node, node_of(link[1]), str(ev.get("reason"))))
+                reports.append((float(ev["time"]), node, node_of(link[1]), str(ev.get("reason"))))
+        elif kind == "neighbour-down" and ev.get("reason") == "silent" and ev.get("neighbour"):
+            silent = ev.get("silent_s")
+            if isinstance(silent, int | float):
+                t = float(ev["time"])
+                heard.setdefault((node, node_of(ev["neighbour"])), []).append((t, t - silent))
+    breaks: list[Break] = []
+    for t, node, nb, reason in reports:
+        dated = t
+        if reason == "silent":
+            near = [(abs(td - t), h) for td, h in heard.get((node, nb), ()) if abs(td - t) <= 1.0]
+            if near:
+                dated = min(t, min(near)[1])
+        breaks.append((t, node, nb, reason, dated))
     return preds, breaks
 
 
@@ -179,6 +224,7 @@ def _row_cells(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return dict(
         predictions=n,
         precision=hits / n if n else None,
+        already_gone=sum(g.get("false_alarms_already_gone", 0) for g in gt),
         recall=sum(b["predicted"] for b in br) / nb if nb else None,
         mean_lead_s=sum(x * h for x, h in leads) / sum(h for _, h in leads)
         if leads else None,
@@ -195,14 +241,17 @@ class Atra(Metric):
     title = "Atra's route failure prediction (Anantharaman et al.)"
     note = (
         "Predictions: the daemons' predicted-failure events in the window; precision: "
-        "those whose link left the medium's graph within twice the look-ahead; recall: "
-        "the local link breaks (route-down events, one per node and neighbour) a "
+        "those whose link was in the medium's graph and left it within twice the "
+        "look-ahead; of links already gone: predictions made after their link had left "
+        "the graph (no hit); recall: the local link breaks (route-down events, one per "
+        "node and neighbour; a silent one dated when the neighbour was last heard) a "
         "prediction of that node covered; unpredicted breaks: link still in range / gone "
-        "at the break; engine hits / false: the engines' own scoring; proactive errors: "
+        "at the report; engine hits / false: the engines' own scoring; proactive errors: "
         "PRE's route errors."
     )
     columns = [*HEAD_COLUMNS, ("predictions", "predictions", "d"),
-               ("precision (truth)", "precision", ".2f"), ("recall", "recall", ".2f"),
+               ("precision (truth)", "precision", ".2f"),
+               ("of links already gone", "already_gone", "d"), ("recall", "recall", ".2f"),
                ("mean lead s", "mean_lead_s", ".2f"), ("breaks", "breaks", "d"),
                ("unpredicted in range / gone", "unpredicted", "s"),
                ("engine hits / false", "engine", "s"),
@@ -226,6 +275,11 @@ class Atra(Metric):
         if not ctx.manetkit or ctx.window is None:
             return {}
         w0, w1 = ctx.window
+        # The graph log beside events.jsonl: with --keep-work a run can be scored again.
+        with contextlib.suppress(OSError):
+            (ctx.work / "ground-truth.jsonl").write_text(
+                "".join(json.dumps(g) + "\n" for g in graph)
+            )
         preds, breaks = from_events(ctx.events.snapshot() if ctx.events else [])
         in_window = [p for p in preds if w0 <= p[0] <= w1]
         return {
