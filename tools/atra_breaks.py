@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from manetkit.experiment.eventlog import node_of
-from manetkit.experiment.plugins.atra import classify_breaks, from_events, score
+from manetkit.experiment.plugins.atra import (
+    classify_breaks,
+    from_events,
+    graph_at,
+    score,
+    snapshots,
+)
 
 HORIZON_S = 4.0  # twice the 2 s look-ahead, as the plug-in
 
@@ -46,18 +52,20 @@ def _q(xs: list[float]) -> dict[str, float] | None:
 
 
 class Graph:
+    """The medium's ground-truth graph over time (the plug-in's snapshots)."""
+
     def __init__(self, log: list[dict[str, Any]]) -> None:
-        self.walls = [g["wall"] for g in log]
-        self.edges = [{frozenset(e) for e in g["edges"]} for g in log]
+        self.snaps = snapshots(log)
+        self.walls = [w for w, _ in self.snaps]
 
     def has(self, t: float, a: str, b: str) -> bool | None:
-        k = bisect.bisect_right(self.walls, t)
-        return None if k == 0 else frozenset((a, b)) in self.edges[k - 1]
+        edges = graph_at(self.snaps, self.walls, t)
+        return None if edges is None else frozenset((a, b)) in edges
 
     def ever(self, t0: float, t1: float, a: str, b: str) -> bool:
         k0 = max(bisect.bisect_right(self.walls, t0) - 1, 0)
         k1 = bisect.bisect_right(self.walls, t1)
-        return any(frozenset((a, b)) in es for es in self.edges[k0:k1])
+        return any(frozenset((a, b)) in es for _, es in self.snaps[k0:k1])
 
 
 def losses(
@@ -159,8 +167,7 @@ def main(work: Path, run_json: Path) -> dict[str, Any]:
     for t, a, b in in_window:
         if g.has(t, a, b):
             k = bisect.bisect_right(g.walls, t)
-            gone = next((w for w, es in zip(g.walls[k:], g.edges[k:], strict=True)
-                         if frozenset((a, b)) not in es), None)  # fmt: skip
+            gone = next((w for w, es in g.snaps[k:] if frozenset((a, b)) not in es), None)
             if gone is not None and gone - t <= HORIZON_S:
                 leads.append(gone - t)
     br = [b for b in breaks if w0 <= b[0] <= w1]

@@ -66,11 +66,12 @@ Break = tuple[float, str, str, str, float]
 Snaps = list[tuple[float, set[frozenset[str]]]]
 
 
-def _snaps(graph: list[dict[str, Any]]) -> Snaps:
+def snapshots(graph: list[dict[str, Any]]) -> Snaps:
+    """The ground-truth log as (Unix time, edges) per change of the graph."""
     return [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
 
 
-def _graph_at(snaps: Snaps, walls: list[float], t: float) -> set[frozenset[str]] | None:
+def graph_at(snaps: Snaps, walls: list[float], t: float) -> set[frozenset[str]] | None:
     """The graph's edges at ``t`` (the last change at or before it); None before the log."""
     k = bisect.bisect_right(walls, t)
     return snaps[k - 1][1] if k else None
@@ -88,11 +89,11 @@ def score(preds: list[Prediction], graph: list[dict[str, Any]], horizon_s: float
     already = 0
     leads: list[float] = []
     late: list[float] = []
-    snaps = _snaps(graph)
+    snaps = snapshots(graph)
     walls = [w for w, _ in snaps]
     for t, a, b in preds:
         edge = frozenset((a, b))
-        now = _graph_at(snaps, walls, t)
+        now = graph_at(snaps, walls, t)
         if now is not None and edge not in now:
             already += 1
             continue
@@ -130,7 +131,7 @@ def classify_breaks(
     graph at the report into ``in_graph`` (still in range) and ``gone``, and by reason
     (``tx-failed``, ``silent``, ...); ``recall`` = predicted / breaks. Unlike the
     engines' ``breaks_not_predicted``, any link a route went over counts."""
-    snaps = _snaps(graph)
+    snaps = snapshots(graph)
     walls = [w for w, _ in snaps]
     merged: list[Break] = []
     last: dict[tuple[str, str], float] = {}
@@ -146,7 +147,7 @@ def classify_breaks(
         if any(a == node and b == nb and dated - horizon_s <= tp <= t for tp, a, b in preds):
             out["predicted"] += 1
             continue
-        now = _graph_at(snaps, walls, t)
+        now = graph_at(snaps, walls, t)
         kind = "unknown" if now is None else "in_graph" if frozenset((node, nb)) in now else "gone"
         out[kind] += 1
         by = out["by_reason"].setdefault(reason, {"in_graph": 0, "gone": 0, "unknown": 0})
