@@ -75,7 +75,7 @@ def run_spec(args: argparse.Namespace) -> int:
 def _check_results_dir(out: Path, spec_file: Path, spec: Spec) -> None:
     """A results directory holds one spec's runs (its ``spec.yaml``): refuse another spec
     rather than overwrite it and mix runs. The same spec again (a resume) is fine, also
-    reformatted or commented differently: the two are compared as parsed (paths in the
+    with other ``repeats`` (the matrix grown), reformatted or commented differently: the two are compared as parsed (paths in the
     copy read as relative to the given spec's directory, as they were written)."""
     from manetkit.configfile import read_yaml_mapping
     from manetkit.experiment.spec import spec_from_dict
@@ -86,7 +86,9 @@ def _check_results_dir(out: Path, spec_file: Path, spec: Spec) -> None:
     try:
         data = read_yaml_mapping(there, "experiment spec")
         old = spec_from_dict(data, str(there), spec_file.resolve().parent)
-        same = old.model_dump(mode="json") == spec.model_dump(mode="json")
+        # more (or fewer) repeats grow (or cut) the same matrix: its first runs are kept
+        a, b = (sp.model_dump(mode="json", exclude={"repeats"}) for sp in (old, spec))
+        same = a == b
     except UserError:  # not a valid spec (here): not this one
         same = False
     if not same:

@@ -670,7 +670,6 @@ class Spec(_Strict):
                                         out.append(Run(
                                             scen, stack, proxy, speed, seed, traffic.label(),
                                             repeat=repeat, cc=cc, lab_stack=self.lab_stack(stack),
-                                            name_repeat=self.repeats > 1,
                                             name_cc=len(ccs) > 1,
                                         ))  # fmt: skip
         return out
@@ -707,9 +706,9 @@ class Run:
     repeat: int = 1
     cc: str = DEFAULT_CC
     lab_stack: str = ""  # the lab's stack (a spec variant's, a peer variant's); "" = stack
-    # whether the name carries the repeat (a spec with repeats > 1) and the congestion
-    # control (a spec with several): the names of one-repeat, one-cc specs stay as before
-    name_repeat: bool = field(default=False, compare=False)
+    # whether the name carries the congestion control (a spec with several). The repeat
+    # is named from the second on: the first repeat keeps a one-repeat spec's names, so
+    # raising ``repeats`` resumes a results directory rather than starting it over.
     name_cc: bool = field(default=False, compare=False)
 
     @property
@@ -719,7 +718,7 @@ class Run:
         name = f"{scen}_{self.stack}_{self.proxy}_v{self.speed:g}_s{self.seed}_{self.traffic}"
         if self.name_cc:
             name += f"_cc-{self.cc}"
-        if self.name_repeat:
+        if self.repeat > 1:
             name += f"_r{self.repeat}"
         return name
 

@@ -36,7 +36,7 @@ mkdir -p /etc/manetkit /var/log/manetkit
 trap 'kill $$(jobs -p) 2>/dev/null; wait; exit 0' TERM INT
 [ -c /dev/net/tun ] || { mkdir -p /dev/net && mknod /dev/net/tun c 10 200; }
 i=0; until getent hosts medium >/dev/null; do i=$$((i+1)); [ $$i -lt 200 ] || exit 1; sleep 0.05; done
-manetkit lab radio --lab "$$MK_LAB" --node "$$MK_NODE" --medium-udp "medium:$$MK_PORT" \
+python3 -m manetkit.lab.radio --lab "$$MK_LAB" --node "$$MK_NODE" --medium-udp "medium:$$MK_PORT" \
   >/var/log/manetkit/radio.log 2>&1 &
 i=0; until ip link show radio0 >/dev/null 2>&1; do i=$$((i+1)); [ $$i -lt 200 ] || exit 1; sleep 0.05; done
 if [ -n "$$MK_DAEMON" ]; then

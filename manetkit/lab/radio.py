@@ -140,7 +140,6 @@ class Radio:
             self.sock = socket.socket(self.medium_udp[0], socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
         self.sock.setblocking(False)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        loop.add_reader(self.sock.fileno(), self._on_medium_readable)
         await self.port.control.start()
         housekeeping = asyncio.create_task(self._housekeeping())
         promisc_watch = asyncio.create_task(self._watch_promiscuous())
@@ -183,16 +182,33 @@ class Radio:
     async def _attach_loop(self) -> None:
         """(Re-)ATTACH until the medium answers; again whenever it is lost."""
         assert self._attached_event is not None
+        loop = asyncio.get_running_loop()
+        fd = self.sock.fileno()
         delay = 0.05
-        last_log = time.monotonic()
+        started = last_log = time.monotonic()
         while not self.attached:
+            # uvloop closes for good a reader whose socket reports an error (EPOLLERR: the
+            # ICMP port unreachable of a medium that is not up yet, or restarting): the
+            # reply would then sit unread. Arm the reader afresh with every ATTACH.
+            loop.remove_reader(fd)
+            loop.add_reader(fd, self._on_medium_readable)
+            why = "no answer"  # UDP to a host that drops it fails silently: say so too
             try:
                 self.sock.connect(self.medium_addr)
                 self.sock.send(protocol.attach(self.node_id))
+                self.counters["attach_sent"] += 1
             except OSError as exc:
-                if time.monotonic() - last_log > 5:
-                    log.warning("waiting for the medium at %s: %s", self.medium_addr, exc)
-                    last_log = time.monotonic()
+                why = str(exc)
+                if exc.errno in _MEDIUM_GONE:
+                    self.counters["medium_unreachable"] += 1
+            if time.monotonic() - last_log > 5:
+                log.warning(
+                    "waiting for the medium at %s for %.0f s: %s",
+                    self.medium_addr,
+                    time.monotonic() - started,
+                    why,
+                )
+                last_log = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._attached_event.wait(), delay)
             delay = min(delay * 2, 1.0)
@@ -308,6 +324,7 @@ class Radio:
                 break
             except OSError as exc:
                 if exc.errno in _MEDIUM_GONE:  # UDP: ICMP port unreachable
+                    counters["medium_unreachable"] += 1
                     self._on_medium_lost(exc)
                     break
                 counters["malformed"] += 1

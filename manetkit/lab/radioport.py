@@ -148,6 +148,8 @@ class RadioPort:
             "tx_failed": 0,  # unicast failures the medium reported
             "rx_overheard": 0,  # other nodes' unicasts written to the TAP (promiscuous)
             "rx_overheard_dropped": 0,  # ... that arrived while radio0 was not promiscuous
+            "attach_sent": 0,  # ATTACHes a radio process sent (until the medium answers)
+            "medium_unreachable": 0,  # ... refused: no medium there (UDP: ICMP unreachable)
         }
         self.control = jsonlines.LineServer(
             control_path,

@@ -100,7 +100,15 @@ def test_stack_deploy_ping_two_hops(swarm, tmp_path, image):
             if not cid:
                 parts.append(f"--- {s}: no single running container")
                 continue
-            cmd = "tail -n 15 /var/log/manetkit/*.log; manetkit status 2>&1 | tail -n 30"
+            if s == services[0]:
+                logs = _docker("service", "logs", "--tail", "30", s, check=False)
+                cmd = 'manetkit status --medium --lab "$MK_LAB" 2>&1 | tail -n 40'
+                parts.append(f"--- {s} log\n{logs.stdout}{logs.stderr}")
+            else:
+                cmd = (
+                    "tail -n 15 /var/log/manetkit/*.log; "
+                    'manetkit status --lab "$MK_LAB" --node "$MK_NODE" 2>&1 | tail -n 30'
+                )
             got = _docker("exec", cid, "sh", "-c", cmd, check=False)
             parts.append(f"--- {s}\n{got.stdout}{got.stderr}")
         return "\n" + "\n".join(parts)

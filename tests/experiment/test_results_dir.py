@@ -1,5 +1,6 @@
 """A results directory holds one spec's runs: another spec is refused (its spec.yaml was
-overwritten before, and the runs of two specs mixed); the same spec resumes."""
+overwritten before, and the runs of two specs mixed); the same spec resumes, also with
+more repeats."""
 
 from __future__ import annotations
 
@@ -48,3 +49,12 @@ def test_another_spec_is_refused_and_the_same_one_resumes(tmp_path: Path):
         assert f"{out} holds the runs of another spec" in r.stderr
         assert f"{out / 'spec.yaml'} differs from {other}" in r.stderr
     assert (out / "spec.yaml").read_text() == kept
+    # more repeats grow the same matrix: accepted, and the first repeat is already there
+    (out / "runs" / "sc_dsr_none_v0_s1_bulk1.json").write_text('{"status": "ok"}')
+    grown = specs / "d.yaml"
+    grown.write_text(SPEC.replace("seeds: [1]", "seeds: [1]\nrepeats: 2"))
+    r = manetkit("experiment", str(grown), "--out", str(out), "--dry-run")
+    assert r.stdout.split("\n")[:2] == [
+        "done  sc_dsr_none_v0_s1_bulk1",
+        "todo  sc_dsr_none_v0_s1_bulk1_r2",
+    ]

@@ -190,11 +190,12 @@ def test_repeats_run_each_cell_again_and_name_the_repeat():
     runs = sp.runs()
     # every seed once before any twice: a partial matrix covers the seeds first
     assert [(r.repeat, r.seed) for r in runs] == [(1, 1), (1, 2), (2, 1), (2, 2)]
-    assert runs[0].name == "rwp-30_dsr_none_v10_s1_bulk1_r1"
+    # the first repeat keeps a one-repeat spec's names: raising repeats resumes a matrix
+    assert runs[0].name == "rwp-30_dsr_none_v10_s1_bulk1"
     assert runs[3].name == "rwp-30_dsr_none_v10_s2_bulk1_r2"
     assert runs[3].params()["repeat"] == 2
-    one = S.spec_from_dict(base()).runs()[0]
-    assert one.name == "chain-5_dsr_none_v0_s1_bulk1"  # one repeat: the names as before
+    one = S.spec_from_dict(base(scenarios=["rwp-30"], speeds=[10], seeds=[1, 2])).runs()
+    assert [r.name for r in one] == [r.name for r in runs[:2]]
 
 
 def test_the_congestion_control_is_cubic_unless_said_and_several_make_an_axis():

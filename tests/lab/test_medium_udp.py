@@ -135,9 +135,15 @@ def test_bad_udp_address_is_refused(tmp_path):
 
 
 @pytest.mark.netns
-def test_radios_in_namespaces_reach_a_medium_over_udp(rundir, tmp_path):
+@pytest.mark.parametrize("medium_first", [True, False], ids=["medium-first", "radios-first"])
+def test_radios_in_namespaces_reach_a_medium_over_udp(rundir, tmp_path, medium_first):
     """Docker-like: the medium in its own namespace on a bridge (10.77.0.254), each node's
-    radio reaching it over UDP through a veth; the unix socket is not used."""
+    radio reaching it over UDP through a veth; the unix socket is not used.
+
+    ``radios-first`` is Docker Swarm, which ignores ``depends_on``: the radios' first
+    ATTACHes meet a closed port, and the ICMP port unreachable that comes back makes the
+    socket report an error, which uvloop answers by closing its reader for good. The
+    radios must still hear the medium once it is up."""
     lab = unique_lab("mu")
     air = f"{paths.NETNS_PREFIX}{lab}-air"
     nodes = {n: paths.netns_name(lab, n) for n in ("n1", "n2")}
@@ -159,22 +165,36 @@ def test_radios_in_namespaces_reach_a_medium_over_udp(rundir, tmp_path):
             netns.run(air, ["ip", "link", "set", f"p{k}", "master", "br0", "up"])
             netns.run(ns, ["ip", "addr", "add", f"10.77.0.{k}/24", "dev", "eth0"])
             netns.run(ns, ["ip", "link", "set", "eth0", "up"])
-        with open(medium_log, "w") as log:
-            procs.append(netns.popen(air, medium_argv(scen, lab, "10.77.0.254:7700"), stderr=log))
-        wait_for(lambda: _pings(paths.medium_control_socket(lab)), 20, "the medium")
+
+        def start_medium() -> None:
+            with open(medium_log, "w") as log:
+                argv = medium_argv(scen, lab, "10.77.0.254:7700")
+                procs.append(netns.popen(air, argv, stderr=log))
+            wait_for(lambda: _pings(paths.medium_control_socket(lab)), 20, "the medium")
+
+        def radio_stats(n: str) -> dict:
+            try:
+                return radio.request(paths.radio_control_socket(lab, n), {"cmd": "stats"})
+            except OSError:
+                return {}
+
+        def attached(n: str) -> bool:
+            return radio_stats(n).get("attached", False)
+
+        if medium_first:
+            start_medium()
         for n, ns in nodes.items():
             argv = [sys.executable, "-m", "manetkit.lab.radio", "--lab", lab, "--node", n]
             argv += ["--medium-udp", "10.77.0.254:7700"]
             procs.append(netns.popen(ns, argv, stderr=subprocess.DEVNULL))
-
-        def attached(n: str) -> bool:
-            try:
-                return radio.request(paths.radio_control_socket(lab, n), {"cmd": "stats"})[
-                    "attached"
-                ]
-            except OSError:
-                return False
-
+        if not medium_first:
+            for n in nodes:
+                wait_for(
+                    lambda n=n: radio_stats(n).get("medium_unreachable", 0) >= 2,
+                    20,
+                    f"{n}'s ATTACHes refused by the closed port",
+                )
+            start_medium()
         for n in nodes:
             wait_for(lambda n=n: attached(n), 20, f"{n}'s radio to attach over UDP")
         log_text = medium_log.read_text()
