@@ -75,8 +75,9 @@ def run_spec(args: argparse.Namespace) -> int:
 def _check_results_dir(out: Path, spec_file: Path, spec: Spec) -> None:
     """A results directory holds one spec's runs (its ``spec.yaml``): refuse another spec
     rather than overwrite it and mix runs. The same spec again (a resume) is fine, also
-    with other ``repeats`` (the matrix grown), reformatted or commented differently: the two are compared as parsed (paths in the
-    copy read as relative to the given spec's directory, as they were written)."""
+    with other ``repeats`` (the matrix grown or cut), reformatted or commented differently:
+    the two are compared as parsed (paths in the copy read as relative to the given
+    spec's directory, as they were written)."""
     from manetkit.configfile import read_yaml_mapping
     from manetkit.experiment.spec import spec_from_dict
 
