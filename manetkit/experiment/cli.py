@@ -46,8 +46,7 @@ def run_spec(args: argparse.Namespace) -> int:
     runs = spec.runs()
     if args.dry_run:
         for r in runs:
-            done = "done" if runner.is_done(out, r) else "todo"
-            console.print(f"{done}  {r.name}")
+            console.print(f"{runner.state(out, r)}  {r.name}")
         console.print(f"{len(runs)} runs")
         return 0
     check_stacks_built(spec)
@@ -59,7 +58,7 @@ def run_spec(args: argparse.Namespace) -> int:
     with labrun.term_as_interrupt(), tcpcc.allowing(spec.congestion_control):
         res = runner.run_matrix(
             spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
-            keep_work=args.keep_work,
+            keep_work=args.keep_work, redo_invalid=args.redo_invalid,
         )  # fmt: skip
     console.print(
         f"made {len(res.done)}, already done {len(res.skipped)}, failed {len(res.failed)}, "
@@ -111,4 +110,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--html", action="store_true", help="with report: also one self-contained report/index.html"
     )
     parser.add_argument("--keep-work", action="store_true", help="keep each run's raw files")
+    parser.add_argument(
+        "--redo-invalid", action="store_true",
+        help="make the runs whose emulation did not hold again (the first tries stay, "
+        "counted as invalid)",
+    )  # fmt: skip
     parser.set_defaults(func=run)

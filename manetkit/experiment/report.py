@@ -461,12 +461,25 @@ def convergence_markdown(docs: list[dict[str, Any]]) -> list[str]:
     return [*md, ""]
 
 
+def _by_unique_name(docs: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each invalid run's reasons by its name; a run made again after an invalid try
+    (``--redo-invalid``) can be invalid twice: its later tries get ``#2``, ``#3``..."""
+    out: dict[str, list[str]] = {}
+    for d in docs:
+        name, k = d["run"], 1
+        while name in out:
+            k += 1
+            name = f"{d['run']}#{k}"
+        out[name] = validity.reasons(d)
+    return out
+
+
 def fidelity_summary(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """How many runs were valid, invalid (named, with why), or unrecorded."""
     by = validity.split(docs)
     return {
         "valid": len(by["valid"]),
-        "invalid": {d["run"]: validity.reasons(d) for d in by["invalid"]},
+        "invalid": _by_unique_name(by["invalid"]),
         "unrecorded": len(by["unrecorded"]),
     }
 

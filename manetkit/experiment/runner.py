@@ -9,6 +9,10 @@ that fails leaves ``runs/<name>.error.json`` (why) and is tried again next time.
 spec is copied to ``spec.yaml`` beside the runs, so a report says what made it. What a
 run keeps besides its JSON (``work/<name>/keep/``: the routing snapshots) moves to
 ``runs/<name>/``; the rest of its work directory goes unless ``--keep-work``.
+
+``--redo-invalid`` makes every run whose fidelity verdict is invalid again: its JSON (and
+kept files) move to ``runs/<name>.invalid-<k>.json`` first, so the report still counts it
+among the invalid runs and a matrix's every invalid try stays on record.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from manetkit.bench import labrun, report
 from manetkit.console import console
+from manetkit.experiment import validity
 from manetkit.experiment.spec import Run, Spec
 
 RunFn = Callable[[Spec, Run, Path], dict[str, Any]]
@@ -62,6 +67,41 @@ def is_done(out: Path, run: Run) -> bool:
         return False
 
 
+def state(out: Path, run: Run) -> str:
+    """``todo``, ``done``, or ``invalid`` (done, but the emulation did not hold: made
+    again with ``--redo-invalid``), for ``--dry-run``."""
+    if not is_done(out, run):
+        return "todo"
+    doc = json.loads(result_path(out, run).read_text())
+    return "invalid" if validity.of(doc) == "invalid" else "done"
+
+
+def set_aside_invalid(out: Path, run: Run) -> Path | None:
+    """Move ``run``'s JSON to ``runs/<name>.invalid-<k>.json`` (its kept files to
+    ``runs/<name>.invalid-<k>/``) when the emulation did not hold in it, so the run is made
+    again; the path it went to, or None when the run is not an invalid finished one.
+
+    Every invalid run is made again, whatever its result: validity is the emulator's
+    verdict on its timing, not on the stack, so this biases no stack (and the first try
+    stays in the report's count of invalid runs)."""
+    src = result_path(out, run)
+    try:
+        doc = json.loads(src.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("status") != "ok" or validity.of(doc) != "invalid":
+        return None
+    k = 1
+    while (out / "runs" / f"{run.name}.invalid-{k}.json").exists():
+        k += 1
+    dest = out / "runs" / f"{run.name}.invalid-{k}.json"
+    src.rename(dest)
+    kept = out / "runs" / run.name
+    if kept.is_dir():
+        kept.rename(out / "runs" / f"{run.name}.invalid-{k}")
+    return dest
+
+
 def run_matrix(
     spec: Spec,
     out: Path,
@@ -71,8 +111,10 @@ def run_matrix(
     limit: int | None = None,
     spec_file: Path | None = None,
     keep_work: bool = False,
+    redo_invalid: bool = False,
 ) -> Outcome:
-    """Make every run of ``spec`` not already done in ``out``; at most ``limit`` runs
+    """Make every run of ``spec`` not already done in ``out`` (with ``redo_invalid``, an
+    invalid run counts as not done: :func:`set_aside_invalid`); at most ``limit`` runs
     (``--limit``); each under ``lock`` if given (taken per run, not for the matrix)."""
     runs = spec.runs()
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -82,6 +124,8 @@ def run_matrix(
     result = Outcome()
     todo = []
     for r in runs:
+        if redo_invalid:
+            set_aside_invalid(out, r)
         if is_done(out, r):
             result.skipped.append(r.name)
         else:

@@ -64,6 +64,60 @@ def test_a_failed_or_half_written_run_is_made_again(tmp_path):
     assert not (tmp_path / "runs" / f"{names[1]}.error.json").exists()
 
 
+class InvalidFirst(FakeRuns):
+    """Each run's first try did not keep real time; the later ones did."""
+
+    def __init__(self, tries: dict[str, int]):
+        super().__init__()
+        self.tries = tries
+
+    def __call__(self, spec, run, work):
+        doc = super().__call__(spec, run, work)
+        self.tries[run.name] = self.tries.get(run.name, 0) + 1
+        valid = self.tries[run.name] > 1 or run.name.startswith("rwp-30_aodv")
+        (work / runner.KEEP).mkdir()
+        (work / runner.KEEP / "snapshot-start.json.gz").write_bytes(b"x")
+        return doc | {"fidelity": {"valid": valid, "reasons": [] if valid else ["lag"]}}
+
+
+def test_redo_invalid_makes_only_the_invalid_runs_again_and_keeps_the_first_tries(tmp_path):
+    spec = spec_from_dict(SPEC)
+    names = [r.name for r in spec.runs()]
+    tries: dict[str, int] = {}
+    runner.run_matrix(spec, tmp_path, InvalidFirst(tries))
+    dsr = [n for n in names if "_dsr_" in n]
+    assert [runner.state(tmp_path, r) for r in spec.runs()] == [
+        "invalid" if n in dsr else "done" for n in names
+    ]
+    plain = InvalidFirst(tries)
+    runner.run_matrix(spec, tmp_path, plain)
+    assert plain.made == []  # without the flag an invalid run counts as done
+    again = InvalidFirst(tries)
+    res = runner.run_matrix(spec, tmp_path, again, redo_invalid=True)
+    assert again.made == dsr and res.done == dsr
+    runs = tmp_path / "runs"
+    for n in dsr:
+        first = json.loads((runs / f"{n}.invalid-1.json").read_text())
+        assert first["fidelity"]["valid"] is False and first["run"] == n
+        assert (runs / f"{n}.invalid-1" / "snapshot-start.json.gz").exists()
+        assert json.loads((runs / f"{n}.json").read_text())["fidelity"]["valid"] is True
+        assert (runs / n / "snapshot-start.json.gz").exists()
+    assert all(runner.state(tmp_path, r) == "done" for r in spec.runs())
+    assert runner.run_matrix(spec, tmp_path, InvalidFirst(tries), redo_invalid=True).done == []
+
+
+def test_a_run_invalid_twice_is_counted_twice_in_the_report_summary():
+    from manetkit.experiment.report import fidelity_summary
+
+    bad = {"status": "ok", "run": "r", "fidelity": {"valid": False, "reasons": ["lag"]}}
+    good = {"status": "ok", "run": "r", "fidelity": {"valid": True, "reasons": []}}
+    summary = fidelity_summary(
+        [bad, bad | {"fidelity": {"valid": False, "reasons": ["drops"]}}, good]
+    )
+    assert summary["valid"] == 1
+    assert summary["invalid"] == {"r": ["lag"], "r#2": ["drops"]}
+
+
 def test_interrupting_a_run_leaves_no_json_for_it(tmp_path):
     spec = spec_from_dict(SPEC)
 
