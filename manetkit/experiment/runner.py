@@ -59,20 +59,26 @@ def result_path(out: Path, run: Run) -> Path:
     return out / "runs" / f"{run.name}.json"
 
 
+def finished(out: Path, run: Run) -> dict[str, Any] | None:
+    """The run's JSON when it is there, readable and ``status: ok``; else None."""
+    try:
+        doc = json.loads(result_path(out, run).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("status") == "ok" else None
+
+
 def is_done(out: Path, run: Run) -> bool:
     """A run is done when its JSON is there, readable and ``status: ok``."""
-    try:
-        return json.loads(result_path(out, run).read_text()).get("status") == "ok"
-    except (OSError, ValueError, AttributeError):
-        return False
+    return finished(out, run) is not None
 
 
 def state(out: Path, run: Run) -> str:
     """``todo``, ``done``, or ``invalid`` (done, but the emulation did not hold: made
     again with ``--redo-invalid``), for ``--dry-run``."""
-    if not is_done(out, run):
+    doc = finished(out, run)
+    if doc is None:
         return "todo"
-    doc = json.loads(result_path(out, run).read_text())
     return "invalid" if validity.of(doc) == "invalid" else "done"
 
 
@@ -84,18 +90,14 @@ def set_aside_invalid(out: Path, run: Run) -> Path | None:
     Every invalid run is made again, whatever its result: validity is the emulator's
     verdict on its timing, not on the stack, so this biases no stack (and the first try
     stays in the report's count of invalid runs)."""
-    src = result_path(out, run)
-    try:
-        doc = json.loads(src.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get("status") != "ok" or validity.of(doc) != "invalid":
+    doc = finished(out, run)
+    if doc is None or validity.of(doc) != "invalid":
         return None
     k = 1
     while (out / "runs" / f"{run.name}.invalid-{k}.json").exists():
         k += 1
     dest = out / "runs" / f"{run.name}.invalid-{k}.json"
-    src.rename(dest)
+    result_path(out, run).rename(dest)
     kept = out / "runs" / run.name
     if kept.is_dir():
         kept.rename(out / "runs" / f"{run.name}.invalid-{k}")
