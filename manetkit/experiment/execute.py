@@ -43,6 +43,7 @@ from manetkit.experiment import (
     convergence,
     metrics,
     peercount,
+    rateuse,
     snapshots,
     stream,
     tcpcc,
@@ -301,6 +302,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
             streams = stream.start(lab, pairs, work, traffic.reconnect)
             labrun.wait_medium(lab, spec.warmup_s)
         readings.append(fidelity.collect(lab))
+        rates0 = rateuse.read(lab)
         snaps.lab = lab
         snaps.at("start")
         snaps.at("middle", duration / 2)
@@ -326,6 +328,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         ctx.window = (w0, w1)
         c1 = _control(lab, n, stack)
         readings.append(fidelity.collect(lab))
+        rates1 = rateuse.read(lab)
         snaps.at("end")
         closing.join()
         stream.stop(streams)
@@ -364,6 +367,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     table = throughput_table(spec)
     gt = {f"{a}-{b}": metrics.pair_metrics(events, a, b, w0, w1, table) for a, b in pairs}
     doc["ground_truth"] = {"graph_changes": len(events), "pairs": gt}
+    doc["rates"] = rateuse.window(rates0, rates1)
     doc["control"] = _overhead(stack, c0, c1)
     doc["route_discovery"] = (
         metrics.discovery_latency(c0, c1)

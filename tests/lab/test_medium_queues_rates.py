@@ -155,8 +155,32 @@ def drive_minstrel(distance: float, seconds: float) -> RealisticMedium:
 
 def test_minstrel_converges_up_on_a_good_link():
     m = drive_minstrel(40.0, 3.0)
-    assert m.rates.best_rate(3.0, 1) == 11.0
+    assert m.rates[0].best_rate(3.0, 1) == 11.0
     assert m.counters["unicast_failed"] == 0
+
+
+def test_minstrel_learns_each_senders_link_to_a_shared_destination():
+    """A relay hears a near sender and a far one: each transmitter keeps its own
+    statistics (mac80211's per-station rate control), so the near one settles at 11
+    Mbit/s while the far one stays low; one controller per destination would give both
+    the same rate."""
+    prof = B.with_(rate_control="minstrel", shadowing_sigma_db=0.0, coherence_time_s=0.0)
+    world = World(Static([(0, 0), (40.0, 0), (-190.0, 0)]), 3)
+    m = RealisticMedium(world, prof, seed=4)
+    run_events(m, 4.0, {2: 1, 3: 1})
+    assert m.rates[1].best_rate(4.0, 0) == 11.0
+    assert m.rates[2].best_rate(4.0, 0) in (1.0, 2.0)
+    use = m.stats()["rate_use"]
+    assert set(use) == {"n2>n1", "n3>n1"}
+    near, far = use["n2>n1"], use["n3>n1"]
+    assert max(near, key=lambda r: near[r][1]) == "11"  # most acked frames at 11 Mbit/s
+    assert max(far, key=lambda r: far[r][1]) in ("1", "2")
+    # every attempt is counted once: acked, retried or the last one of a failed frame
+    c = m.counters
+    attempts = sum(a for link in use.values() for a, _ in link.values())
+    acked = sum(ok for link in use.values() for _, ok in link.values())
+    assert acked == c["unicast_ok"]
+    assert attempts == c["unicast_ok"] + c["retries"] + c["unicast_failed"]
 
 
 def test_minstrel_converges_down_on_a_lossy_link():
@@ -164,9 +188,9 @@ def test_minstrel_converges_down_on_a_lossy_link():
     frame, 1 Mbit/s most get through: the controller settles low and the flow keeps
     going, where a fixed 11 Mbit/s carries (almost) nothing."""
     m = drive_minstrel(190.0, 4.0)
-    best = m.rates.best_rate(4.0, 1)
+    best = m.rates[0].best_rate(4.0, 1)
     assert best in (1.0, 2.0)
-    assert m.rates.throughput(1, best) > m.rates.throughput(1, 11.0)
+    assert m.rates[0].throughput(1, best) > m.rates[0].throughput(1, 11.0)
     fixed = RealisticMedium(
         World(Static([(0, 0), (190.0, 0)]), 2),
         B.with_(shadowing_sigma_db=0.0, coherence_time_s=0.0),

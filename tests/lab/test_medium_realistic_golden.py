@@ -124,13 +124,13 @@ SCENARIOS = {
 }
 
 GOLDEN = {
-    "one_area": "0a46558ad4825abb0d9fb3339e1f72a69a118ed899acc00c2db1c818666ffbac",
-    "chain_rts": "42f108ad45e48bae1a79e1099613768e6e558fb60c4bd64392baf9ede3abc879",
-    "gray_zone_chain": "2fdea990d9c9fca0e51ea19ecf76f92c277e705314e23a28129d59154ac51d09",
-    "moving_minstrel": "b62032181d4e9cf7561e5f9d4fe2b803ebd9138128e725933e026bcd9ee28766",
-    "capture_and_offsets": "b0aaa6d0c5dbb01caf0e38a8dff42c1b78db1f9c62a70d041ebb5e3010a7d388",
-    "overhear_attach_loss": "bf654cc0dd7906ed340ecd0b4a63e195d8744ee2d62ac4ca29b3c1b420fc24e3",
-    "airtime_scaled": "e5a4640ab4d05c6713707850278d3859e38db472786c7db3ceefd57ed1d34b10",
+    "one_area": "644af04d489c1fee56adf3063b5fede2fafcb849f7763d8a6ad3c3399185dec6",
+    "chain_rts": "49582fb33dd23ca28720ea5eab1fd2c8b6d3818eeaa0a2bc63b6129654656528",
+    "gray_zone_chain": "266c93974504e8b9f8309081f5b7e65ad8efcbb4643fe8aab7fa49bbb2a2f0e7",
+    "moving_minstrel": "7f62b8de0c62a0ba1220b95478f4571ae1338b207df12b9f580d9bfdde4b8e79",
+    "capture_and_offsets": "83b67fb79d5762015c122e8430510ab7cc91368cd324320373f4ebe127578db7",
+    "overhear_attach_loss": "4b622cf469dde96e3425dbbf654a7e23a8e63036bf1fb8d31195bad79919f1ef",
+    "airtime_scaled": "3227c6df7ea23c942a9ca011a8a4b2e35b97f5f0bd885d0ab03d3911ca26963e",
 }
 
 

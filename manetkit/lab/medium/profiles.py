@@ -99,7 +99,9 @@ PARAMETERS: dict[str, Parameter] = {
         "broadcasts, multicasts, ACK, RTS/CTS: the lowest basic rate",
     ),
     "rate_control": Parameter(
-        "fixed", "fixed", "fixed: rate_mbps; minstrel: per destination (mac80211 rc80211_minstrel)"
+        "fixed",
+        "fixed",
+        "fixed: rate_mbps; minstrel: per transmitter and destination (mac80211 rc80211_minstrel)",
     ),
     "wmm": Parameter(True, True, "802.11e access categories (mac80211 with a QoS IBSS)"),
     "usable_per": Parameter(

@@ -20,6 +20,11 @@ Minstrel (Derek Smithies and Felix Fietkau, mac80211 ``rc80211_minstrel``; ns-3
   drawn at random: first in the chain if it is faster than the best rate, second after
   one attempt at the best rate otherwise (a slow rate costs airtime even when it works);
 - before any statistics exist the best rate is the lowest (ns-3's initial rate).
+
+One controller per transmitter, as in mac80211 (each station keeps its own statistics
+per peer): two senders to one destination learn their own links. Every controller
+also keeps what it tried, per destination and rate (:meth:`use`), so a run can say at
+which rates its frames went.
 """
 
 from __future__ import annotations
@@ -36,10 +41,33 @@ STAGE_ATTEMPTS = 2
 REFERENCE_BYTES = 1200  # ns-3 MinstrelWifiManager PacketLength
 
 
-class FixedRate:
+class RateUse:
+    """Attempts and acknowledged attempts per destination and rate, since the start."""
+
+    def __init__(self) -> None:
+        self._use: dict[int, dict[float, list[int]]] = {}
+
+    def count(self, dst: int, rate: float, ok: bool) -> None:
+        per_rate = self._use.get(dst)
+        if per_rate is None:
+            per_rate = self._use[dst] = {}
+        c = per_rate.get(rate)
+        if c is None:
+            c = per_rate[rate] = [0, 0]
+        c[0] += 1
+        if ok:
+            c[1] += 1
+
+    def use(self) -> dict[int, dict[float, tuple[int, int]]]:
+        """``{dst: {rate: (attempts, acked)}}``."""
+        return {d: {r: (c[0], c[1]) for r, c in rs.items()} for d, rs in self._use.items()}
+
+
+class FixedRate(RateUse):
     """Every attempt at ``rate_mbps``."""
 
     def __init__(self, rate_mbps: float, attempts: int):
+        super().__init__()
         self.rate = rate_mbps
         self._chain = (rate_mbps,) * attempts
 
@@ -47,7 +75,7 @@ class FixedRate:
         return self._chain
 
     def attempted(self, now: float, dst: int, rate: float, ok: bool) -> None:
-        pass
+        self.count(dst, rate, ok)
 
 
 class _RateStats:
@@ -71,9 +99,9 @@ class _Destination:
         self.best = self.second = self.reliable = lowest
 
 
-class Minstrel:
-    """Minstrel-like rate control over ``rates``; ``attempt_us(rate)`` is the airtime of
-    one reference attempt at that rate (for the throughput estimate)."""
+class Minstrel(RateUse):
+    """Minstrel-like rate control of one transmitter over ``rates``; ``attempt_us(rate)``
+    is the airtime of one reference attempt at that rate (for the throughput estimate)."""
 
     def __init__(
         self,
@@ -82,6 +110,7 @@ class Minstrel:
         attempt_us: Callable[[float], float],
         rng: random.Random,
     ):
+        super().__init__()
         if not rates:
             raise ValueError("Minstrel needs at least one rate")
         self.rates = tuple(sorted(rates))
@@ -156,6 +185,7 @@ class Minstrel:
         return tuple(out[: self.attempts])
 
     def attempted(self, now: float, dst: int, rate: float, ok: bool) -> None:
+        self.count(dst, rate, ok)
         d = self._of(now, dst)
         s = d.stats[rate]
         s.attempts += 1

@@ -342,15 +342,21 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self._cts = self._ppdu_s(CTS_BYTES, self.basic)
         self._rts = self._ppdu_s(RTS_BYTES, self.basic)
         attempts = retry_limit + 1
+        # One controller per transmitter (mac80211 keeps rate statistics per station):
+        # a relay's ACKs towards the source learn nothing from its data towards the sink.
+        self.rates: list[FixedRate | Minstrel]
         if profile.rate_control == "minstrel":
-            self.rates: FixedRate | Minstrel = Minstrel(
-                profile.rates,
-                attempts,
-                self._reference_attempt_us,
-                random.Random(f"manetkit-minstrel:{seed}"),
-            )
+            self.rates = [
+                Minstrel(
+                    profile.rates,
+                    attempts,
+                    self._reference_attempt_us,
+                    random.Random(f"manetkit-minstrel:{seed}:{k}"),
+                )
+                for k in range(n)
+            ]
         else:
-            self.rates = FixedRate(profile.rate_mbps, attempts)
+            self.rates = [FixedRate(profile.rate_mbps, attempts) for _ in range(n)]
 
         # thresholds in watts / ratios
         self.detect_w = dbm_to_w(profile.preamble_min_rssi_dbm)
@@ -556,7 +562,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
                 dst = d - 1 if d is not None and 1 <= d <= self.n else _NOBODY
             x = nd.pending[ac] = _Exchange(i, dst, frame, ac)
             if dst != -1:
-                x.chain = self.rates.chain(t, dst)
+                x.chain = self.rates[i].chain(t, dst)
                 x.rts = x.mpdu > self.rts_threshold
         nd.state = TX
         self._counters["transmissions"] += 1
@@ -885,7 +891,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
 
     def _succeeded(self, i: int, x: _Exchange, t: float) -> None:
         nd = self.nodes[i]
-        self.rates.attempted(t, x.dst, x.rate, True)
+        self.rates[i].attempted(t, x.dst, x.rate, True)
         self._counters["unicast_ok"] += 1
         if x.attempt:
             self._events.append(TxStatus(t, i + 1, x.frame[:6], x.attempt, True, b""))
@@ -895,7 +901,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
     def _failed(self, i: int, x: _Exchange, t: float) -> None:
         """The attempt got no (decodable) response: retry or give up."""
         nd = self.nodes[i]
-        self.rates.attempted(t, x.dst, x.rate, False)
+        self.rates[i].attempted(t, x.dst, x.rate, False)
         c = self._counters
         if x.attempt >= self.retry_limit:
             c["unicast_failed"] += 1
@@ -939,6 +945,21 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             "rx_threshold_dbm": round(floor + self.channel.usable_snr_db, 1),
         }
         return realistic_link_table(self.refresh(t), ranges, p.preamble_min_rssi_dbm, cs)
+
+    def rate_use(self) -> dict[str, dict[str, list[int]]]:
+        """Unicast attempts per link and rate since the start: ``{"n3>n17": {"11":
+        [attempts, acked], ...}}`` (the ``stats`` command's ``rate_use``)."""
+        out: dict[str, dict[str, list[int]]] = {}
+        for i, rc in enumerate(self.rates):
+            for dst, per_rate in rc.use().items():
+                if 0 <= dst < self.n:
+                    out[f"n{i + 1}>n{dst + 1}"] = {
+                        f"{r:g}": [a, ok] for r, (a, ok) in sorted(per_rate.items())
+                    }
+        return out
+
+    def stats(self) -> dict:
+        return {**super().stats(), "rate_use": self.rate_use()}
 
     @property
     def counters(self) -> dict[str, int | float]:
