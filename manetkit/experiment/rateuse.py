@@ -32,10 +32,6 @@ def read(lab: str) -> Use | None:
     return use if isinstance(use, dict) else None
 
 
-def _rate_key(rate: str) -> float:
-    return float(rate)
-
-
 def window(a: Use | None, b: Use | None, top: int = TOP_LINKS) -> dict[str, Any] | None:
     """The window's rate use between readings ``a`` (start) and ``b`` (end):
     ``{totals: {rate: {attempts, acked}}, acked_share: {rate: fraction}, links: [{link,
@@ -74,7 +70,7 @@ def window(a: Use | None, b: Use | None, top: int = TOP_LINKS) -> dict[str, Any]
         )
     links.sort(key=lambda x: (-sum(x["acked"].values()), x["link"]))
     all_acked = sum(t[1] for t in totals.values())
-    order = sorted(totals, key=_rate_key)
+    order = sorted(totals, key=float)  # rates as numbers: 1, 2, 5.5, 11
     return {
         "totals": {r: {"attempts": totals[r][0], "acked": totals[r][1]} for r in order},
         "acked_share": {r: round(totals[r][1] / all_acked, 4) if all_acked else 0.0 for r in order},
