@@ -108,10 +108,24 @@ def test_a_goal_without_a_peer_is_not_measured():
     ]
 
 
+def test_the_seed_paired_interval_is_shown_and_the_verdict_stays_on_the_independent_one():
+    """One seed's pair moves ten times faster than the others' in every stack, ours 2x the
+    peer's seed by seed: the seed-paired interval clears 1.3x, the independent one does
+    not, and the goal reads "not met" (the rule the goals were set with)."""
+    fast = [1500.0, 1520.0] + [150.0, 160.0, 170.0, 140.0, 155.0, 165.0, 145.0, 150.0]
+    docs = cell("dsr", 20, [2 * v for v in fast]) + cell("batmand", 20, fast)
+    g = by_goal(goals.goals(docs))[("TCP goodput >= 1.3x batmand", 20)]
+    assert g["paired_interval"]["low"] >= 1.3 > g["interval"]["low"]
+    assert g["paired_ci95"].startswith("[") and g["met"] == "not met"
+    md = "\n".join(goals.goals_markdown([g]))
+    assert f"| {g['ci95']} | {g['paired_ci95']} | 0/0 | not met |" in md
+
+
 def test_the_markdown_has_the_goals_with_their_intervals():
     found = goals.goals(cell("aodv", 20, AODV) + cell("babeld", 20, BABELD))
     md = "\n".join(goals.goals_markdown(found))
-    assert "## Goals" in md and "| CI 95 % | left out (invalid/unrecorded) | met |" in md
+    assert "## Goals" in md
+    assert "| CI 95 % | seed-paired | left out (invalid/unrecorded) | met |" in md
     row = next(x for x in md.splitlines() if x.startswith("| TCP goodput >= 1.3x babeld"))
     assert "| rwp-30 | bulk1 | 20 | cubic | aodv median 948" in row and row.endswith("| met |")
     assert goals.goals_markdown([]) == []
@@ -155,4 +169,11 @@ def test_a_spec_variant_counts_as_its_lab_stack():
         d["params"]["lab_stack"] = "babeld"
     g = by_goal(goals.goals(ours + theirs))[("TCP goodput >= 1.3x babeld", 20)]
     assert g["ours"].startswith("dsr-atra median 948") and g["theirs"].startswith("bab median")
+    assert g["met"] == "met"
+
+
+def test_a_peer_that_delivered_nothing_reads_inf_not_a_formatted_infinity():
+    docs = cell("dsr", 20, [900.0] * 10) + cell("babeld", 20, [0.0] * 10)
+    g = by_goal(goals.goals(docs))[("TCP goodput >= 1.3x babeld", 20)]
+    assert (g["measured"], g["ci95"], g["paired_ci95"]) == ("inf", "[inf, inf]", "[inf, inf]")
     assert g["met"] == "met"

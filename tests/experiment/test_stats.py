@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from manetkit.experiment import stats
 
@@ -90,3 +92,58 @@ def test_the_percentiles_are_numpys_over_the_seeded_resamples():
 def test_bad_input_is_refused_naming_the_group(num, den, what):
     with pytest.raises(ValueError, match=what):
         stats.ratio_ci(num, den)
+
+
+def test_the_seed_paired_interval_removes_the_spread_both_sides_share():
+    """Seeds whose pairs move 10x apart, ours 2x the peer's on every seed: resampling the
+    sides independently mixes fast and slow seeds unevenly and the interval straddles
+    1.3x; drawing seeds for both sides at once keeps every resample near 2x."""
+    scale = {1: 1500.0, 2: 150.0, 3: 170.0, 4: 140.0, 5: 160.0}
+    ours = [(2 * v * f, s) for s, v in scale.items() for f in (0.95, 1.05)]
+    theirs = [(v * f, s) for s, v in scale.items() for f in (0.9, 1.1)]
+    independent = stats.ratio_ci([v for v, _ in ours], [v for v, _ in theirs])
+    paired = stats.paired_ratio_ci(ours, theirs)
+    assert paired.estimate == pytest.approx(independent.estimate)
+    assert not independent.clears(1.3)
+    assert paired.clears(1.3) and paired.high < 2.5
+    assert paired.n == (10, 10)
+
+
+def test_the_paired_resamples_are_whole_seeds_drawn_by_the_seeded_generator():
+    """Reference: draw the shared seeds with numpy's generator, pool each drawn seed's
+    runs on both sides, and take the medians' ratio."""
+    ours = [(5.0, "a"), (7.0, "a"), (9.0, "b"), (30.0, "c"), (11.0, "c")]
+    theirs = [(2.0, "a"), (3.0, "b"), (8.0, "b"), (4.0, "c"), (99.0, "d")]
+    shared = ["a", "b", "c"]  # "d" ran on one side only: left out
+    rng = np.random.default_rng(stats.SEED)
+    picks = rng.integers(0, 3, (stats.RESAMPLES, 3))
+    ratios = []
+    for row in picks:
+        drawn = [shared[k] for k in row]
+        num = [v for d in drawn for v, s in ours if s == d]
+        den = [v for d in drawn for v, s in theirs if s == d]
+        ratios.append(np.median(num) / np.median(den))
+    ci = stats.paired_ratio_ci(ours, theirs)
+    assert ci.n == (5, 4)
+    assert ci.estimate == pytest.approx(9.0 / 3.5)
+    lo = np.percentile(ratios, 2.5, method="lower")
+    hi = np.percentile(ratios, 97.5, method="higher")
+    assert (ci.low, ci.high) == pytest.approx((lo, hi))
+
+
+@given(
+    st.lists(st.integers(0, 50), min_size=1, max_size=8).map(sorted),
+    st.lists(st.integers(0, 3), min_size=8, max_size=8),
+)
+def test_a_weighted_median_is_the_median_of_the_expanded_multiset(values, counts):
+    counts = counts[: len(values)]
+    if sum(counts) == 0:
+        counts[0] = 1
+    expanded = [v for v, c in zip(values, counts, strict=True) for _ in range(c)]
+    got = stats._weighted_medians(np.asarray(values, float), np.asarray([counts]))
+    assert got[0] == np.median(expanded)
+
+
+def test_the_paired_interval_needs_two_seeds_on_both_sides():
+    with pytest.raises(ValueError, match="at least 2 seeds on both sides, got 1"):
+        stats.paired_ratio_ci([(1.0, 1), (2.0, 2)], [(1.0, 1), (3.0, 3)])
