@@ -3,8 +3,9 @@
 Reads an experiment results directory of docs/results/linkq-gray-reduced/spec.yaml's
 shape (stacks ``dsr``/``dsr-adm``, ``aodv``/``aodv-adm``) and prints, for each stack, the
 valid runs' goodputs, their medians and the ratio admission/off with its percentile
-bootstrap 95 % interval (manetkit/experiment/stats.py). The goal, >= 2x, is met only when
-the interval's lower end clears it.
+bootstrap 95 % interval (manetkit/experiment/stats.py), and beside it the seed-paired
+interval (whole seeds drawn for both sides). The goal, >= 2x, is met only when the
+independent interval's lower end clears it.
 
     python3 tools/gray_ratio.py docs/results/linkq-gray-reduced > ratios.json
 """
@@ -22,17 +23,19 @@ GOAL = 2.0
 
 
 def main(results: Path) -> dict[str, Any]:
-    by: dict[str, list[tuple[float, bool]]] = {}
+    by: dict[str, list[tuple[float, int, bool]]] = {}
     for f in sorted((results / "runs").glob("*.json")):
         run = json.loads(f.read_text())
         goodput = run["bulk"]["flows"][0]["goodput_kbps"]
-        by.setdefault(run["params"]["stack"], []).append((goodput, bool(run["fidelity"]["valid"])))
+        p = run["params"]
+        by.setdefault(p["stack"], []).append((goodput, p["seed"], bool(run["fidelity"]["valid"])))
     out: dict[str, Any] = {}
     for base in ("dsr", "aodv"):
-        off = [g for g, valid in by.get(base, []) if valid]
-        on = [g for g, valid in by.get(f"{base}-adm", []) if valid]
-        if not off or not on:
+        off_runs = [(g, seed) for g, seed, valid in by.get(base, []) if valid]
+        on_runs = [(g, seed) for g, seed, valid in by.get(f"{base}-adm", []) if valid]
+        if not off_runs or not on_runs:
             continue
+        off, on = [g for g, _ in off_runs], [g for g, _ in on_runs]
         ratio = stats.ratio_ci(on, off)
         out[base] = {
             "off_kbps": off,
@@ -40,8 +43,9 @@ def main(results: Path) -> dict[str, Any]:
             "median_off": stats.median_ci(off).to_json(),
             "median_admission": stats.median_ci(on).to_json(),
             "ratio": ratio.to_json(),
+            "ratio_seed_paired": stats.paired_ratio_ci(on_runs, off_runs).to_json(),
             "goal_2x_lower_end_clears": ratio.clears(GOAL),
-            "invalid_runs": sum(not v for st in (base, f"{base}-adm") for _, v in by.get(st, [])),
+            "invalid_runs": sum(not v for st in (base, f"{base}-adm") for *_, v in by.get(st, [])),
         }
     return out
 
