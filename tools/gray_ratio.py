@@ -1,13 +1,14 @@
-"""Gray-zone chain: goodput with link admission on against off, per stack.
+"""Gray-zone chain: goodput with link quality on against off, per stack.
 
-Reads an experiment results directory of docs/results/linkq-gray-reduced/spec.yaml's
-shape (stacks ``dsr``/``dsr-adm``, ``aodv``/``aodv-adm``) and prints, for each stack, the
-valid runs' goodputs, their medians and the ratio admission/off with its percentile
-bootstrap 95 % interval (manetkit/experiment/stats.py), and beside it the seed-paired
-interval (whole seeds drawn for both sides). The goal, >= 2x, is met only when the
-independent interval's lower end clears it.
+Reads an experiment results directory of docs/results/linkq-gray-r2/spec.yaml's shape
+(stacks ``dsr`` and ``aodv`` with link quality off, and variants named after them:
+``dsr-adm``, ``aodv-adm``, ``aodv-adm-veto``, ...) and prints, for each variant, the
+valid runs' goodputs, their medians and the ratio variant/off (the variant's own stack
+off) with its percentile bootstrap 95 % interval (manetkit/experiment/stats.py), and
+beside it the seed-paired interval (whole seeds drawn for both sides). The goal, >= 2x,
+is met only when the independent interval's lower end clears it.
 
-    python3 tools/gray_ratio.py docs/results/linkq-gray-reduced > ratios.json
+    python3 tools/gray_ratio.py docs/results/linkq-gray-r2 > ratios.json
 """
 
 from __future__ import annotations
@@ -30,22 +31,25 @@ def main(results: Path) -> dict[str, Any]:
         p = run["params"]
         by.setdefault(p["stack"], []).append((goodput, p["seed"], bool(run["fidelity"]["valid"])))
     out: dict[str, Any] = {}
-    for base in ("dsr", "aodv"):
-        off_runs = [(g, seed) for g, seed, valid in by.get(base, []) if valid]
-        on_runs = [(g, seed) for g, seed, valid in by.get(f"{base}-adm", []) if valid]
+    for variant in sorted(by):
+        base = variant.split("-", 1)[0]
+        if variant == base or base not in by:
+            continue
+        off_runs = [(g, seed) for g, seed, valid in by[base] if valid]
+        on_runs = [(g, seed) for g, seed, valid in by[variant] if valid]
         if not off_runs or not on_runs:
             continue
         off, on = [g for g, _ in off_runs], [g for g, _ in on_runs]
         ratio = stats.ratio_ci(on, off)
-        out[base] = {
+        out[variant] = {
             "off_kbps": off,
-            "admission_kbps": on,
+            "on_kbps": on,
             "median_off": stats.median_ci(off).to_json(),
-            "median_admission": stats.median_ci(on).to_json(),
+            "median_on": stats.median_ci(on).to_json(),
             "ratio": ratio.to_json(),
             "ratio_seed_paired": stats.paired_ratio_ci(on_runs, off_runs).to_json(),
             "goal_2x_lower_end_clears": ratio.clears(GOAL),
-            "invalid_runs": sum(not v for st in (base, f"{base}-adm") for *_, v in by.get(st, [])),
+            "invalid_runs": sum(not v for st in (base, variant) for *_, v in by[st]),
         }
     return out
 
