@@ -41,7 +41,7 @@ def count(events: list[dict[str, Any]], w0: float, w1: float) -> dict[str, Any]:
 
 def main(work: Path, run_json: Path) -> dict[str, Any]:
     run = json.loads(run_json.read_text())
-    events = [json.loads(line) for line in (work / "events.jsonl").read_text().splitlines()]
+    events = [json.loads(x) for x in (work / "events.jsonl").read_text().splitlines() if x]
     w = run["window"]
     return {"run": run["run"], **count(events, float(w["start"]), float(w["end"]))}
 

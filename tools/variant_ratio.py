@@ -1,0 +1,67 @@
+"""Every variant of an experiment against its own stack: bulk goodput ratios.
+
+Reads an experiment results directory whose variants are named after the stack they
+change (``dsr-adm``, ``aodv-adm-veto``, ``dsr-atra``: docs/results/linkq-gray-r2,
+docs/results/atra-rwp30-20ms) and prints, for each variant, the valid runs' goodputs,
+their medians and the ratio variant / stack with its percentile bootstrap 95 % interval
+(manetkit/experiment/stats.py), beside it the seed-paired interval (whole seeds drawn
+for both sides), and, for a variant that extends another (``aodv-adm-veto`` of
+``aodv-adm``), the ratio over that one too. A goal (``--goal``, 2x by default: the gray
+chain's) is met only when the independent interval's lower end clears it.
+
+    python3 tools/variant_ratio.py docs/results/linkq-gray-r2 > ratios.json
+    python3 tools/variant_ratio.py docs/results/atra-rwp30-20ms --goal 1.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from manetkit.experiment import stats
+
+
+def main(results: Path, goal: float = 2.0) -> dict[str, Any]:
+    by: dict[str, list[tuple[float, int, bool]]] = {}
+    for f in sorted((results / "runs").glob("*.json")):
+        run = json.loads(f.read_text())
+        goodput = run["bulk"]["flows"][0]["goodput_kbps"]
+        p = run["params"]
+        by.setdefault(p["stack"], []).append((goodput, p["seed"], bool(run["fidelity"]["valid"])))
+    out: dict[str, Any] = {}
+    for variant in sorted(by):
+        base = variant.split("-", 1)[0]
+        if variant == base or base not in by:
+            continue
+        off_runs = [(g, seed) for g, seed, valid in by[base] if valid]
+        on_runs = [(g, seed) for g, seed, valid in by[variant] if valid]
+        if not off_runs or not on_runs:
+            continue
+        off, on = [g for g, _ in off_runs], [g for g, _ in on_runs]
+        ratio = stats.ratio_ci(on, off)
+        parent = variant.rsplit("-", 1)[0]
+        out[variant] = {
+            "off_kbps": off,
+            "on_kbps": on,
+            "median_off": stats.median_ci(off).to_json(),
+            "median_on": stats.median_ci(on).to_json(),
+            "ratio": ratio.to_json(),
+            "ratio_seed_paired": stats.paired_ratio_ci(on_runs, off_runs).to_json(),
+            "goal": goal,
+            "goal_lower_end_clears": ratio.clears(goal),
+            "invalid_runs": sum(not v for st in (base, variant) for *_, v in by[st]),
+        }
+        if parent != base and parent in by:
+            under = [g for g, _, valid in by[parent] if valid]
+            out[variant]["over_" + parent] = stats.ratio_ci(on, under).to_json()
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", type=Path, help="an experiment's results directory")
+    ap.add_argument("--goal", type=float, default=2.0, help="the ratio a goal asks for")
+    a = ap.parse_args()
+    print(json.dumps(main(a.results, a.goal), indent=1))
