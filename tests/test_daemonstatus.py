@@ -68,7 +68,8 @@ def test_the_shell_builds_a_status_whose_every_field_is_declared(tmp_path, proto
         assert wire["engine"]["routes"] == [{"dst": str(N9), "next_hop": str(N2), "up": True}]
     else:
         assert st.atra is not None and st.atra.rfp and st.atra.pre and not st.atra.srp
-        assert "atra" in wire["engine"] and "link_quality" not in wire["engine"]
+        assert "atra" in wire["engine"]
+        assert wire["engine"]["link_quality"]["veto"]  # the veto is on by default
 
 
 def test_a_field_the_model_does_not_know_is_kept_and_listed():

@@ -36,6 +36,7 @@ from manetkit.daemon.engines.aodv import AodvConfig, AodvEngine
 from manetkit.daemon.engines.atra import AtraConfig
 from manetkit.daemon.engines.base import SignalSample
 from manetkit.daemon.engines.dsr import DsrConfig, DsrEngine
+from manetkit.daemon.engines.linkquality.config import LinkQualityConfig, VetoConfig
 from manetkit.daemon.engines.smr import SmrConfig, SmrEngine
 from manetkit.daemon.neighbours import NeighbourTable
 from manetkit.daemon.wire import ipv4
@@ -224,7 +225,14 @@ def run(
     return sim.trace
 
 
+# The hashes were recorded with the false-failure veto off (it was then off by default):
+# the cases keep it off, so they still guard the protocols' own rules.
+NO_VETO = LinkQualityConfig(veto=VetoConfig(enabled=False))
+
+
 def _dsr(**cfg: Any) -> Callable[[IPv4Address], Any]:
+    cfg.setdefault("link_quality", NO_VETO)
+
     def make(a: IPv4Address) -> Any:
         return DsrEngine(a, DsrConfig(seed=int(a) & 0xFF, **cfg), NeighbourTable())
 
@@ -232,6 +240,8 @@ def _dsr(**cfg: Any) -> Callable[[IPv4Address], Any]:
 
 
 def _smr(**cfg: Any) -> Callable[[IPv4Address], Any]:
+    cfg.setdefault("link_quality", NO_VETO)
+
     def make(a: IPv4Address) -> Any:
         return SmrEngine(a, SmrConfig(seed=int(a) & 0xFF, **cfg), NeighbourTable())
 
@@ -239,6 +249,8 @@ def _smr(**cfg: Any) -> Callable[[IPv4Address], Any]:
 
 
 def _aodv(**cfg: Any) -> Callable[[IPv4Address], Any]:
+    cfg.setdefault("link_quality", NO_VETO)
+
     def make(a: IPv4Address) -> Any:
         return AodvEngine(a, AodvConfig(**cfg), NeighbourTable())
 
@@ -275,6 +287,9 @@ CASES: dict[str, Callable[[], list[str]]] = {
     "aodv-bus": lambda: run(_aodv(bus=True), seed=3),
     "aodv-atra": lambda: run(_aodv(atra=AtraConfig(rfp=True)), seed=13),
     "aodv-atra-bus": lambda: run(_aodv(atra=ATRA, bus=True), seed=3),
+    # The defaults, the veto on (recorded when it became the default).
+    "dsr-defaults": lambda: run(_dsr(link_quality=LinkQualityConfig()), promiscuous=True),
+    "aodv-defaults": lambda: run(_aodv(link_quality=LinkQualityConfig())),
 }  # fmt: skip
 
 

@@ -5,7 +5,9 @@ TCP-BuS and Atra on and off) runs a seeded ten-node mobile scenario and hashes t
 trace: every frame's bytes, delivery, event, drop and timer. The hashes were recorded
 before the engines were recomposed from components, and once more when the control
 packets the daemon originates were marked DSCP CS6 (the two traces differed only in
-the TOS byte and header checksum of control packets). A mismatch means a behaviour
+the TOS byte and header checksum of control packets). Those cases run with the
+false-failure veto off, as they were recorded; ``dsr-defaults`` and ``aodv-defaults``
+run the defaults (the veto on) and were recorded when the veto became one. A mismatch means a behaviour
 change: write both traces (``python3 -m tests.daemon.enginetrace DIR`` on the old and
 the new code) and diff them. The statuses in the traces are checked against the typed
 status model too.
@@ -39,6 +41,8 @@ EXPECTED = {
     "aodv-bus": "f822491d8fa02eb607d5ee03e579eea7d29629bd827c564fb5f090e4cd9dbc60",
     "aodv-atra": "c1e28a8c5e29b025033b7241e97133e99636e99d752e1d89159da398c58634f2",
     "aodv-atra-bus": "2d145e14a20b3530adca537e3e8314ca381afd47019082f54aeb566b7255a944",
+    "dsr-defaults": "717a1e93185c68a97138366dda9af519ed04014a212362dca411b0145deb2ce7",
+    "aodv-defaults": "66077364ffd40fe9cea598bb4975067e17da69649f9309d615a819a52ce680c4",
 }
 
 

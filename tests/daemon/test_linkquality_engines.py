@@ -34,9 +34,11 @@ from tests.daemon import aodvsim
 from tests.daemon.dsrutil import A
 from tests.daemon.qualitysim import GOOD, GRAY, Quality, QualitySim, hostpart
 
-OFF = LinkQualityConfig()
-ADMISSION = LinkQualityConfig(admission=AdmissionConfig(signal=True))
-ETX = LinkQualityConfig(metric=MetricConfig(kind="etx"))
+# Each mechanism alone: the veto (on by default) is switched off unless a test names it.
+NO_VETO = VetoConfig(enabled=False)
+OFF = LinkQualityConfig(veto=NO_VETO)
+ADMISSION = LinkQualityConfig(admission=AdmissionConfig(signal=True), veto=NO_VETO)
+ETX = LinkQualityConfig(metric=MetricConfig(kind="etx"), veto=NO_VETO)
 LOSSY = Quality(0.6, 0.5, -80.0)
 
 
@@ -110,6 +112,16 @@ def test_dsr_on_the_gray_chain_admission_avoids_the_gray_links(seed):
     assert route(on[A(1)], 5) == (1, 2, 3, 4, 5)
     refused = sum(e.counters["admission-refused-signal"] for e in on.values())
     assert refused > 0 and refused == sum(e.counters["link-not-admitted"] for e in on.values())
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_dsr_with_the_defaults_rides_out_the_gray_links_failures(seed):
+    """The veto, on by default: a frame lost on a gray link no longer tears the route
+    down at once, so the source's packets keep getting through."""
+    off = flow(QualitySim(engines("dsr", OFF), gray_chain(), seed=seed))
+    defaults = engines("dsr", LinkQualityConfig())
+    assert flow(QualitySim(defaults, gray_chain(), seed=seed)) > max(0.3, 5 * off)
+    assert sum(e.counters["veto-vetoed"] for e in defaults.values()) > 0
 
 
 def test_dsr_etx_learns_the_gray_links_from_the_data_path():

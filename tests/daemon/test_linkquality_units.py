@@ -203,7 +203,7 @@ def test_failures_corroborated_by_silence_weak_signal_or_a_falling_trend_break_a
 
 
 def test_without_the_veto_every_failure_breaks():
-    q = lq(metric=MetricConfig(kind="etx"))
+    q = lq(metric=MetricConfig(kind="etx"), veto=VetoConfig(enabled=False))
     _alive(q, 2.0)
     assert q.tx_failed(2.0, NB)
     assert q.down_vetoed(2.0, NB, "tx-failed") is False
@@ -242,7 +242,8 @@ def test_settings_refuse_bad_values_by_name():
         AdmissionConfig(hellos_heard=5, hellos_window=4)
     with pytest.raises(ValidationError, match="kind"):
         MetricConfig(kind="ett")
-    assert not LinkQualityConfig().enabled
+    assert LinkQualityConfig().veto.enabled  # the one mechanism on by default
+    assert not LinkQualityConfig(veto=VetoConfig(enabled=False)).enabled
     with pytest.raises(UserError, match="link_quality"):
         parse_config(
             {
@@ -276,11 +277,11 @@ def test_the_daemon_wide_section_reaches_the_engine():
         {
             "address": "10.42.0.1",
             "protocol": "aodv",
-            "link_quality": {"veto": {"enabled": True}},
+            "link_quality": {"veto": {"enabled": False}},
             "aodv": {"link_quality": {"metric": {"kind": "etx"}}},
         }
     )
-    assert not own.engine_config().link_quality.veto.enabled  # the section's own wins
+    assert own.engine_config().link_quality.veto.enabled  # the section's own (default) wins
 
 
 # -- link sensing's transmit reports -------------------------------------------------

@@ -130,7 +130,11 @@ class MetricConfig(_Strict):
 class VetoConfig(_Strict):
     """False-failure defence (Valera, Tan & Seah)."""
 
-    enabled: bool = Field(False, description="veto transmit failures that nothing corroborates")
+    enabled: bool = Field(
+        True,
+        description="veto transmit failures that nothing corroborates (on by default: "
+        "docs/linkquality.md, 'Defaults')",
+    )
     failures: int = Field(
         3,
         ge=1,
