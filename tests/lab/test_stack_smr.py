@@ -5,9 +5,12 @@ node-disjoint 3-hop routes. Real daemons (``--stack smr``, backup1), real TCP (i
 Once n1 holds a primary and a backup to n6, the primary's first link is forced down
 through the medium (the request ``manetkit lab link A B down`` sends, issued in-process
 so its time is known to the millisecond). Asserted: n1's daemon reports a path-switch
-to the backup within 0.2 s; n1's first TCP data frame over the backup's first hop
-(tcpdump on n1's radio, decoded by tshark as DSR) leaves within 0.2 s of the cut; n1
-sends no Route Request; iperf3 keeps moving bytes after the cut.
+to the backup within 1 s; n1's first TCP data frame over the backup's first hop
+(tcpdump on n1's radio, decoded by tshark as DSR) leaves within 1 s of the cut; n1
+sends no Route Request; iperf3 keeps moving bytes after the cut. (1 s, not the 0.2 s
+of a break taken at the first failed frame: the false-failure veto, on by default,
+breaks a link it still heard at the third failed frame in a row, each one the MAC's
+whole retry chain: 0.23-0.35 s after the cut in three runs; docs/linkquality.md.)
 """
 
 from __future__ import annotations
@@ -108,8 +111,8 @@ def test_primary_cut_moves_tcp_to_backup(lab_factory, tmp_path, record_property)
         f"cut {a}-{b}: path-switch ({sw['reason']}) after {took * 1000:.0f} ms, "
         f"first data frame over {backup[1]} after {moved * 1000:.0f} ms"
     )
-    assert took < 0.2
-    assert moved < 0.2
+    assert took < 1.0
+    assert moved < 1.0
     counters = status(lab, "n1").engine.counters
     assert counters.get("requests-sent", 0) == requests_before, "n1 asked for a route"
     assert counters["smr-discoveries-avoided"] >= 1
