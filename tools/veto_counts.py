@@ -16,12 +16,13 @@ runs, since the snapshots themselves are not committed.
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from manetkit.experiment import snapshots
 
 OUT = "veto-counts.json"
 
@@ -73,10 +74,7 @@ def main(results: Path) -> dict[str, Any]:
         start, end = snaps / "snapshot-start.json.gz", snaps / "snapshot-end.json.gz"
         if not run["fidelity"]["valid"] or not (start.exists() and end.exists()):
             continue
-        c = window_counts(
-            json.loads(gzip.decompress(start.read_bytes())),
-            json.loads(gzip.decompress(end.read_bytes())),
-        )
+        c = window_counts(snapshots.load(start), snapshots.load(end))
         if not c:
             continue  # the veto was off (or the stack is a peer)
         stack = run["params"]["stack"]
