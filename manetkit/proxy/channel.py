@@ -373,8 +373,10 @@ class PeerChannel:
             return None
         # untagged
         if self.initiator:
-            if isinstance(rec.frame, fr.Reset) and (self.rx is None or self.rx.seq == 0):
-                return None  # the acceptor's refusal of our hello (it has no key to tag it)
+            if isinstance(rec.frame, fr.Reset | fr.Busy) and (self.rx is None or self.rx.seq == 0):
+                # the acceptor's refusal of our hello, for good or for now (it has no key
+                # to tag it)
+                return None
             return f"untagged {type(rec.frame).__name__} from the acceptor"
         if (
             self.mesh is None

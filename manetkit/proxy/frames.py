@@ -23,6 +23,8 @@ FIN        final offset u64
 RESET      reason (UTF-8)
 PROBE      nonce u64
 PROBE_ACK  nonce u64
+BUSY       retry after u32 (ms)    (answers a hello: the acceptor is at a session
+           limit and took nothing; the initiator dials again after the delay)
 =========  ===================================================================
 """
 
@@ -47,6 +49,7 @@ TAGGED = 0x80
 EARLY = 0x40
 
 _U64 = struct.Struct("!Q")
+_U32 = struct.Struct("!I")
 _ACK = struct.Struct("!QB")
 _OPEN_FIXED = struct.Struct("!16sIHBB32sB")
 _RESUME = struct.Struct("!16sIQB")
@@ -68,6 +71,7 @@ class FrameType(IntEnum):
     PROBE_ACK = 8
     ACCEPT = 9
     STALE = 10
+    BUSY = 11
 
 
 class MalformedFrame(ValueError):
@@ -131,6 +135,11 @@ class Reset:
 
 
 @dataclass(frozen=True, slots=True)
+class Busy:
+    retry_after_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Probe:
     nonce: int
 
@@ -147,7 +156,9 @@ class Unknown:
     type: int
 
 
-Frame = Open | Accept | Resume | Stale | Data | Ack | Fin | Reset | Probe | ProbeAck | Unknown
+Frame = (
+    Open | Accept | Resume | Stale | Data | Ack | Fin | Reset | Busy | Probe | ProbeAck | Unknown
+)
 Hello = Open | Resume
 
 
@@ -220,6 +231,10 @@ def pack_reset(reason: str) -> bytes:
     return _frame(FrameType.RESET, reason.encode()[:1000])
 
 
+def pack_busy(retry_after_ms: int) -> bytes:
+    return _frame(FrameType.BUSY, _U32.pack(retry_after_ms))
+
+
 def pack_probe(nonce: int) -> bytes:
     return _frame(FrameType.PROBE, _U64.pack(nonce))
 
@@ -266,6 +281,8 @@ def _parse_body(ftype: int, body: bytes | memoryview) -> Frame:
             return Fin(_U64.unpack(body)[0])
         if ftype == FrameType.RESET:
             return Reset(bytes(body).decode(errors="replace"))
+        if ftype == FrameType.BUSY:
+            return Busy(_U32.unpack(body)[0])
         if ftype == FrameType.PROBE:
             return Probe(_U64.unpack(body)[0])
         if ftype == FrameType.PROBE_ACK:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import time
 from ipaddress import IPv4Address
@@ -28,6 +29,7 @@ from manetkit.proxy.session import (
     DeliverData,
     DropTransport,
     Frozen,
+    PeerBusy,
     Resumed,
     Role,
     SendBytes,
@@ -280,6 +282,8 @@ class Relay:
                 self.policy.resumed(self.loop.time())
             elif isinstance(ev, DropTransport):
                 self.drop_leg(ev.reason)
+            elif isinstance(ev, PeerBusy):
+                self.peer_busy(ev.retry_after)
             elif isinstance(ev, Closed):
                 self.finish(ev)
                 return
@@ -298,6 +302,19 @@ class Relay:
             reset_socket(old.transport)
         if self.session.role is Role.INITIATOR:
             self.schedule_reconnect()
+
+    def peer_busy(self, retry_after: float) -> None:
+        """The peer proxy is at a session limit: close the leg, dial again later. The
+        delay is spread (x0.5 to x1.5) so a burst of waiting sessions does not return
+        as one burst."""
+        self.proxy.counters["peer_busy"] += 1
+        log.debug("session %s: %s is busy, dialling again in %.2fs", self.session.sid_hex[:8],
+                  self.peer, retry_after)  # fmt: skip
+        old, self.mesh = self.mesh, None
+        if old is not None and old.transport is not None:
+            old.transport.close()
+        delay = max(retry_after, self.reconnect_delay) * random.uniform(0.5, 1.5)
+        self.schedule_reconnect(delay)
 
     def apply_policy(self) -> None:
         """Carry out the policy's actions on the session and the legs."""
@@ -490,6 +507,9 @@ class Relay:
         await self.loop.connect_accepted_socket(lambda: side, sock)
 
     def _leg_made(self, side: Side) -> None:
+        # the dial is over once its leg exists: the leg may end (EOF, RST) before the dial
+        # task finishes, and that end must find no dial under way, or no one dials again
+        self.dials.clear()
         self.mesh = side
         self.mesh_read_paused = False
         self.mesh_write_blocked = False

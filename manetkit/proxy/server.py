@@ -16,8 +16,9 @@ Bounds (each with a counter in status):
 * sessions of local applications: ``max_sessions``; at the limit the app listener
   leaves new connections in the kernel's backlog (``at_limit_waits``);
 * sessions peers open here: ``max_remote_sessions`` in all, ``max_peer_sessions`` per
-  peer address; an OPEN beyond either is answered with RESET (``refused_limit``); legs
-  that RESUME existing sessions still get through;
+  peer address; an OPEN beyond either is answered with BUSY (``refused_limit``): the
+  initiator's application waits and its proxy dials again, as a client waits on a
+  server's full listen queue; legs that RESUME existing sessions still get through;
 * replay buffers: ``replay_buffer`` unacknowledged bytes per session, and all sessions
   together at most ``memory_budget``: at either bound no application is read
   (back-pressure, nothing dropped; ``budget_waits`` counts the times the budget was hit);
@@ -26,7 +27,7 @@ Bounds (each with a counter in status):
   cannot make us queue answers (PROBE_ACKs) without end (``mesh_backpressure``);
 * legs still waiting for their hello: ``MAX_PENDING_HELLOS`` in all and
   ``MAX_PENDING_HELLOS_PER_PEER`` per peer address, each at most ``HELLO_TIMEOUT_S``;
-  beyond, the newest connection is closed (``hello_overflow``);
+  beyond, the newest connection is answered BUSY and closed (``hello_overflow``);
 * finished sessions' final offsets (tombstones): ``TOMBSTONE_S`` seconds, at most
   ``MAX_TOMBSTONES``, the oldest evicted first (``tombstones_evicted``);
 * session ids seen in OPENs (a replayed OPEN is refused, ``replayed_open``):
@@ -66,6 +67,7 @@ MAX_TOMBSTONES = 4096
 MAX_PENDING_HELLOS = 256
 MAX_PENDING_HELLOS_PER_PEER = 8
 HELLO_TIMEOUT_S = 10.0
+BUSY_RETRY_MS = 250  # what a BUSY answer asks the initiator to wait before dialling again
 MAX_RECENT_SIDS = 16384
 NOFILE_WANTED = 65536  # the soft RLIMIT_NOFILE the proxy raises itself to (up to hard)
 BUDGET_RESUME = 0.9  # below this share of the memory budget, paused applications are read
@@ -147,6 +149,7 @@ class Proxy:
             "stale_epochs": 0,
             "replayed_open": 0,
             "dropped_transports": 0,
+            "peer_busy": 0,
             "hello_overflow": 0,
             "tombstones_evicted": 0,
             "budget_waits": 0,
@@ -375,6 +378,8 @@ class Proxy:
         total = sum(self.pending_hellos.values())
         if total >= MAX_PENDING_HELLOS or self.pending_hellos[peer] >= MAX_PENDING_HELLOS_PER_PEER:
             self.refusals.refuse("hello_overflow", peer, "too many legs without a hello")
+            with contextlib.suppress(OSError):
+                conn.send(fr.pack_busy(BUSY_RETRY_MS))
             conn.close()
             return
         self.pending_hellos[peer] += 1
@@ -458,7 +463,7 @@ class Proxy:
         self, conn: socket.socket, counter: str, peer: IPv4Address, why: str, reply: bytes = b""
     ) -> None:
         """RESET the leg (the peer's app then sees a reset), or send ``reply`` (a tagged
-        STALE), count, log once."""
+        STALE, a BUSY), count, log once."""
         self.refusals.refuse(counter, str(peer), why)
         with contextlib.suppress(OSError):
             conn.send(reply or fr.pack_reset(why))
@@ -513,11 +518,12 @@ class Proxy:
             self._refuse(conn, "replayed_open", peer, "unknown session")
             return None
         remote = sum(self.remote_by_peer.values())
+        busy = fr.pack_busy(BUSY_RETRY_MS)
         if remote >= self.max_remote_sessions:
-            self._refuse(conn, "refused_limit", peer, "too many sessions")
+            self._refuse(conn, "refused_limit", peer, "too many sessions", busy)
             return None
         if self.remote_by_peer[peer] >= self.cfg.max_peer_sessions:
-            self._refuse(conn, "refused_limit", peer, f"too many sessions from {peer}")
+            self._refuse(conn, "refused_limit", peer, f"too many sessions from {peer}", busy)
             return None
         try:
             session = Session.accept(

@@ -28,7 +28,8 @@ Outputs (the project's core contract, docs/style.md), drained with ``next_event(
 it returns None: SendBytes (bytes for the current transport, consecutive frames in one
 event), DeliverData (bytes for the local application), AppEof, Frozen, Resumed,
 DropTransport (close the current transport, it carried what the channel refuses; an
-initiator dials again), Closed; in the order they happened (a RESET's SendBytes comes
+initiator dials again), PeerBusy (the acceptor is at a session limit: dial again
+later), Closed; in the order they happened (a RESET's SendBytes comes
 before its Closed). ``get_timer()`` is the one deadline the session needs next,
 ``handle_timer(now)`` its input.
 
@@ -124,12 +125,22 @@ class DropTransport:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerBusy:
+    """The acceptor is at a session limit and took nothing of this transport: close it
+    and dial again after ``retry_after`` seconds. The application waits meanwhile (as
+    for a server's full listen queue); the partition timeout bounds the wait, since a
+    BUSY is no word from the session."""
+
+    retry_after: float
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     reason: str
     clean: bool  # True: both directions finished; False: reset (the app must see RST)
 
 
-Event = SendBytes | DeliverData | AppEof | Frozen | Resumed | DropTransport | Closed
+Event = SendBytes | DeliverData | AppEof | Frozen | Resumed | DropTransport | PeerBusy | Closed
 
 
 @dataclass(slots=True)
@@ -220,6 +231,7 @@ class Session:
         self.bad_tags = 0
         self.stale_epochs = 0
         self.unknown_frames = 0
+        self.busy_answers = 0  # initiator: BUSY answers to our hellos
 
     @classmethod
     def initiate(
@@ -430,7 +442,8 @@ class Session:
                 self.bad_tags += 1
                 self._drop_transport(now, why)
                 return
-            self._last_heard = now
+            if not isinstance(rec.frame, fr.Busy):
+                self._last_heard = now
             self._handle(now, rec.frame)
         self._maybe_ack(now)
 
@@ -581,6 +594,8 @@ class Session:
             self._on_fin(now, frame.final)
         elif isinstance(frame, fr.Reset):
             self._close(f"peer reset: {frame.reason}", clean=False)
+        elif isinstance(frame, fr.Busy):
+            self._on_busy(now, frame)
         elif isinstance(frame, fr.Probe):
             self._send(now, fr.pack_probe_ack(frame.nonce))
         elif isinstance(frame, fr.ProbeAck):
@@ -658,6 +673,17 @@ class Session:
         self.stale_epochs += 1
         self._confirmed_epoch = frame.epoch
         self._drop_transport(now, f"acceptor is at epoch {frame.epoch}")
+
+    def _on_busy(self, now: float, frame: fr.Busy) -> None:
+        """The acceptor did not take this transport's hello for now (a session limit):
+        the transport is over; the session waits and dials again (docs/proxy.md,
+        "Limits and robustness")."""
+        if self.role is not Role.INITIATOR:
+            self._protocol_error(now, "BUSY to an acceptor")
+            return
+        self.busy_answers += 1
+        self.transport_lost(now)
+        self._emit(PeerBusy(frame.retry_after_ms / 1000))
 
     def _send_hello_reply(self, now: float, to_open: bool) -> None:
         if to_open:

@@ -132,6 +132,7 @@ def test_auth_verify(data, required):
     frames.tagged_header(frames.pack_ack(3, True), frames.TAGGED) + bytes(16),
     frames.pack_accept(b"\x01" * 16, 1, 5, False, bytes(32)), frames.pack_stale(b"\x01" * 16, 3),
     frames.pack_data(5, b"abc"), frames.pack_ack(3, True), frames.pack_reset("x"),
+    frames.pack_busy(250),
 ]), st.binary(max_size=20))))  # fmt: skip
 def test_proxy_frames(data):
     r = frames.FrameReader()

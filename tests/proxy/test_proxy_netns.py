@@ -206,6 +206,28 @@ def test_200_concurrent_http_connections(proxies, tmp_path: Path) -> None:  # ty
     assert c.status(c.client)["counters"]["accepted"] >= 200
 
 
+def test_sessions_beyond_the_peers_limit_wait_instead_of_being_reset(
+    proxies, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """40 parallel downloads against a server proxy that takes 4 sessions from a peer:
+    the rest are answered BUSY and dial again, so every download completes (before,
+    each refused one was reset)."""
+    c = proxies(mode="elfn", max_peer_sessions=4)
+    args = []
+    for i in range(40):
+        args += ["-o", str(tmp_path / f"o{i}"), f"http://{SERVER_IP}:{HTTP_PORT}/{2_000_000 + i}"]
+    res = sh(
+        "curl", "-sS", "-Z", "--parallel-immediate", "--parallel-max", "40", *args,
+        ns=c.client, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    for i in range(40):
+        assert (tmp_path / f"o{i}").read_bytes() == body(2_000_000 + i), i
+    busy = c.status(c.client)["counters"]["peer_busy"]
+    refused = c.status(c.server)["counters"]["refused_limit"]
+    assert busy > 0 and refused > 0, (busy, refused)
+
+
 FTP_CLIENT = r"""
 import ftplib, sys
 ftp = ftplib.FTP()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from ipaddress import IPv4Address, ip_address
 
 import pytest
 
 from manetkit import events
+from manetkit.proxy import frames as fr
 from manetkit.proxy import policy as pol
 from manetkit.proxy.config import ProxyConfig
 from manetkit.proxy.relay import Relay
@@ -150,5 +152,50 @@ def test_a_dial_during_a_reported_outage_waits_for_the_route_without_timeout() -
         frozen = pol.Leg(state=State.FROZEN, initiator=True, has_leg=True)
         relay.policy.route_event(loop.time(), up, frozen)
         assert not relay.policy.outage and relay._dial_timeout() is not None
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("how", ["fin", "busy"])
+def test_a_leg_that_ends_as_soon_as_it_is_made_is_dialled_again(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The acceptor may close a leg at once (too many legs waiting for their hello, or a
+    BUSY at its session limit): the end can reach the relay before the dial task that
+    made the leg has finished. The relay must dial again all the same; it used to see
+    that dial still under way, schedule nothing, and sit in RESUMING until the partition
+    timeout reset the app (seen with 200 parallel curls through the proxies)."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        lsock = socket.create_server(("127.0.0.1", 0))
+        lsock.setblocking(False)
+        real_connect = loop.sock_connect
+        dials: list[float] = []
+        second = asyncio.Event()
+
+        async def connect_then_peer_closes(sock: socket.socket, addr: object) -> None:
+            await real_connect(sock, lsock.getsockname())
+            dials.append(loop.time())
+            conn, _ = await loop.sock_accept(lsock)
+            if len(dials) == 1:
+                if how == "busy":
+                    conn.send(fr.pack_busy(10))
+                conn.close()  # the end is on its way before the relay attaches the leg
+            else:
+                second.set()
+                conn.close()
+
+        monkeypatch.setattr(loop, "sock_connect", connect_then_peer_closes)
+        relay = _relay(loop)
+        relay.proxy.counters["peer_busy"] = 0
+        try:
+            relay.dial()
+            await asyncio.wait_for(second.wait(), 5)
+            assert len(dials) == 2
+            assert relay.proxy.counters["peer_busy"] == (how == "busy")
+        finally:
+            relay.closed = True
+            lsock.close()
 
     asyncio.run(main())

@@ -122,7 +122,9 @@ def test_legs_waiting_for_their_hello_are_capped_per_peer(
             idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(n)]
             await asyncio.sleep(0.05)
             r, w = await asyncio.open_connection("127.0.0.1", port)
-            assert await asyncio.wait_for(r.read(100), 2) == b""  # closed at once
+            # answered BUSY (dial again later) and closed at once
+            assert await asyncio.wait_for(r.read(100), 2) == fr.pack_busy(server.BUSY_RETRY_MS)
+            assert await asyncio.wait_for(r.read(100), 2) == b""
             assert p.counters["hello_overflow"] == 1
             for _, iw in [*idle, (r, w)]:
                 iw.close()
@@ -204,6 +206,34 @@ def test_a_replayed_open_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         assert p._relay_for(leg, rec, PEER) is None  # type: ignore[arg-type]
         assert p.counters["replayed_open"] == 1 and isinstance(leg.reply(), fr.Reset)
         assert p.remote_by_peer[PEER] == 0
+
+    asyncio.run(main())
+
+
+def test_an_open_beyond_the_peers_session_limit_is_answered_busy_and_taken_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At ``max_peer_sessions`` an OPEN is answered BUSY, not RESET: the initiator's app
+    waits instead of being reset, and the same OPEN is taken once a session ends (a
+    BUSY takes nothing, so the id is not remembered as a replay)."""
+
+    async def main() -> None:
+        p = Proxy(parse_config({"daemon_socket": None, "max_peer_sessions": 2}))
+
+        async def no_server(relay: Relay, client: IPv4Address) -> None:
+            return None
+
+        monkeypatch.setattr(p, "_connect_server", no_server)
+        first = [p._relay_for(FakeLeg(), open_record(bytes([i]) * 16), PEER) for i in (3, 4)]  # type: ignore[arg-type]
+        assert all(r is not None for r in first)
+        third = open_record(bytes([5]) * 16)
+        leg = FakeLeg()
+        assert p._relay_for(leg, third, PEER) is None  # type: ignore[arg-type]
+        assert leg.reply() == fr.Busy(server.BUSY_RETRY_MS)
+        assert p.counters["refused_limit"] == 1 and p.remote_by_peer[PEER] == 2
+        p.forget(first[0])  # type: ignore[arg-type]
+        assert p._relay_for(FakeLeg(), third, PEER) is not None  # type: ignore[arg-type]
+        assert p.counters["replayed_open"] == 0 and p.remote_by_peer[PEER] == 2
 
     asyncio.run(main())
 

@@ -10,6 +10,7 @@ from manetkit.proxy import frames as fr
 from manetkit.proxy.channel import Refused, Tagger
 from manetkit.proxy.session import (
     Closed,
+    PeerBusy,
     SendBytes,
     Session,
     SessionConfig,
@@ -299,6 +300,48 @@ def test_open_retried_when_the_first_transport_died_unanswered() -> None:
     assert rec is not None and isinstance(rec.frame, fr.Open) and rec.frame.epoch == 1
     p.settle()
     assert_complete(p)
+
+
+def test_a_busy_acceptor_ends_the_transport_and_the_open_is_made_again() -> None:
+    """BUSY (the acceptor is at a session limit, it took nothing) ends this transport
+    and asks for a later dial; the OPEN and its 0-RTT bytes go out again on the next
+    one, and nothing is lost."""
+    p = Pair()
+    p.write(p.i, 300)
+    p.i2a.clear()  # the acceptor's shell refused the OPEN before any session existed
+    p.si.transport_data(p.now, fr.pack_busy(250))
+    events = list(iter(p.si.next_event, None))
+    assert events == [PeerBusy(0.25)]
+    assert p.si.state is State.RESUMING and p.si.busy_answers == 1
+    p.reconnect()
+    (hello, *_) = records(bytes(p.i2a))
+    assert isinstance(hello.frame, fr.Open) and hello.frame.epoch == 1
+    p.settle()
+    assert_complete(p)
+
+
+def test_a_busy_acceptor_does_not_hold_the_app_past_the_partition_timeout() -> None:
+    """A BUSY is no word from the session: an acceptor that stays full resets the app
+    after the partition timeout, as a route that stays broken does."""
+    p = Pair(SessionConfig(partition_timeout=3.0))
+    p.write(p.i, 100)
+    for _ in range(5):
+        p.i2a.clear()
+        p.si.transport_data(p.now, fr.pack_busy(250))
+        p._collect()
+        p.tick(0.5)
+        p.reconnect()
+    for _ in range(10):
+        p.tick(0.1)
+    assert p.si.state is State.CLOSED and p.si.busy_answers == 5
+    assert "partition timeout" in p.i.closed[0].reason
+
+
+def test_busy_sent_to_an_acceptor_is_a_protocol_error() -> None:
+    p = flowing_pair()
+    p.sa.transport_data(p.now, p.si.channel.seal(fr.pack_busy(1)))
+    p._collect()
+    assert p.sa.state is State.CLOSED and "BUSY to an acceptor" in p.a.closed[0].reason
 
 
 ops = st.lists(

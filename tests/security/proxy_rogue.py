@@ -72,18 +72,28 @@ def idle(to: str, count: int, hold: float) -> dict:
         except OSError:
             refused += 1
     time.sleep(hold)
-    closed_by_peer = 0
+    closed_by_peer = busy = 0
     for c in conns:
         c.setblocking(False)
+        got = bytearray()
         try:
-            if c.recv(1) == b"":
-                closed_by_peer += 1
+            while chunk := c.recv(4096):
+                got += chunk
+            closed_by_peer += 1
         except BlockingIOError:
             pass
         except OSError:
             closed_by_peer += 1
+        reader = fr.FrameReader()
+        reader.feed(bytes(got))
+        busy += isinstance(reader.next_frame() if got else None, fr.Busy)
         c.close()
-    return {"connected": len(conns), "refused": refused, "closed_by_peer": closed_by_peer}
+    return {
+        "connected": len(conns),
+        "refused": refused,
+        "closed_by_peer": closed_by_peer,
+        "busy": busy,
+    }
 
 
 def direct(to: str) -> dict:

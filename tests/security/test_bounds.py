@@ -363,13 +363,11 @@ def test_proxy_session_table_and_tombstones_bounded(monkeypatch):
 
         p.remote_by_peer[forged(2)] = 1  # one peer is at its own limit ...
         leg = open_from(forged(2), 1)
-        assert p.counters["refused_limit"] == 1 and b"from 10.99" in leg.sent
+        # BUSY, not RESET: the peer's app waits and its proxy dials again
+        assert p.counters["refused_limit"] == 1 and leg.reply() == fr.Busy(server.BUSY_RETRY_MS)
         p.remote_by_peer[forged(3)] = 1  # ... and now every remote slot is taken
         leg = open_from(forged(4), 2)
-        assert p.counters["refused_limit"] == 2
-        reader = fr.FrameReader()
-        reader.feed(bytes(leg.sent))
-        assert isinstance(reader.next_frame(), fr.Reset)
+        assert p.counters["refused_limit"] == 2 and leg.reply() == fr.Busy(server.BUSY_RETRY_MS)
 
     asyncio.run(run())
 
