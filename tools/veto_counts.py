@@ -16,8 +16,8 @@ runs, since the snapshots themselves are not committed.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -92,4 +92,9 @@ def main(results: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]))["by_variant"], indent=1))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", type=Path, help="an experiment's results directory")
+    a = ap.parse_args()
+    if not (a.results / "runs").is_dir():
+        ap.error(f"{a.results}: no runs/ directory (not an experiment's results)")
+    print(json.dumps(main(a.results)["by_variant"], indent=1))
