@@ -9,8 +9,13 @@ for both sides), and, for a variant that extends another (``aodv-adm-veto`` of
 ``aodv-adm``), the ratio over that one too. A goal (``--goal``, 2x by default: the gray
 chain's) is met only when the independent interval's lower end clears it.
 
+With ``--proxies`` it compares proxy modes instead: in each stack, every proxy mode's
+runs against the runs with no proxy (``none``), named ``<stack>+<mode>``
+(docs/results/elfn-rwp30-20ms). Without it, only the runs with no proxy count.
+
     python3 tools/variant_ratio.py docs/results/linkq-gray-r2 > ratios.json
     python3 tools/variant_ratio.py docs/results/atra-rwp30-20ms --goal 1.2
+    python3 tools/variant_ratio.py docs/results/elfn-rwp30-20ms --proxies --goal 1.0
 """
 
 from __future__ import annotations
@@ -23,16 +28,33 @@ from typing import Any
 from manetkit.experiment import stats
 
 
-def main(results: Path, goal: float = 2.0) -> dict[str, Any]:
+def _runs(results: Path, proxies: bool) -> dict[str, list[tuple[float, int, bool]]]:
+    """Goodput, seed and validity of every run, by stack (``<stack>+<mode>`` for a run
+    with a proxy when ``proxies``; left out otherwise)."""
     by: dict[str, list[tuple[float, int, bool]]] = {}
     for f in sorted((results / "runs").glob("*.json")):
         run = json.loads(f.read_text())
         goodput = run["bulk"]["flows"][0]["goodput_kbps"]
         p = run["params"]
-        by.setdefault(p["stack"], []).append((goodput, p["seed"], bool(run["fidelity"]["valid"])))
+        proxy = p.get("proxy", "none")
+        if proxy != "none" and not proxies:
+            continue
+        key = p["stack"] if proxy == "none" else f"{p['stack']}+{proxy}"
+        by.setdefault(key, []).append((goodput, p["seed"], bool(run["fidelity"]["valid"])))
+    return by
+
+
+def _base(variant: str, proxies: bool) -> str:
+    """What a variant is measured against: its stack with no proxy (``--proxies``), or
+    the stack its name starts with."""
+    return variant.split("+", 1)[0] if proxies else variant.split("-", 1)[0]
+
+
+def main(results: Path, goal: float = 2.0, proxies: bool = False) -> dict[str, Any]:
+    by = _runs(results, proxies)
     out: dict[str, Any] = {}
     for variant in sorted(by):
-        base = variant.split("-", 1)[0]
+        base = _base(variant, proxies)
         if variant == base or base not in by:
             continue
         off_runs = [(g, seed) for g, seed, valid in by[base] if valid]
@@ -41,7 +63,7 @@ def main(results: Path, goal: float = 2.0) -> dict[str, Any]:
             continue
         off, on = [g for g, _ in off_runs], [g for g, _ in on_runs]
         ratio = stats.ratio_ci(on, off)
-        parent = variant.rsplit("-", 1)[0]
+        parent = variant if proxies else variant.rsplit("-", 1)[0]
         out[variant] = {
             "off_kbps": off,
             "on_kbps": on,
@@ -63,5 +85,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, help="an experiment's results directory")
     ap.add_argument("--goal", type=float, default=2.0, help="the ratio a goal asks for")
+    ap.add_argument(
+        "--proxies", action="store_true", help="each proxy mode against no proxy, per stack"
+    )
     a = ap.parse_args()
-    print(json.dumps(main(a.results, a.goal), indent=1))
+    if not (a.results / "runs").is_dir():
+        ap.error(f"{a.results}: no runs/ directory (not an experiment's results)")
+    print(json.dumps(main(a.results, a.goal, a.proxies), indent=1))
