@@ -26,6 +26,8 @@ def _matrix(tmp_path: Path) -> None:
         _run(tmp_path, "aodv", "elfn", seed, 300.0 + seed)
         _run(tmp_path, "aodv-veto", "none", seed, 50.0 + seed)
     _run(tmp_path, "aodv", "elfn", 6, 1.0, valid=False)  # left out, and counted
+    # a run that failed to run at all: the runner's error record, no results
+    (tmp_path / "runs" / "s_aodv_elfn_s7.error.json").write_text(json.dumps({"error": "x"}))
 
 
 def test_variants_count_only_the_runs_with_no_proxy(tmp_path: Path) -> None:

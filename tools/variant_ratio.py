@@ -33,6 +33,8 @@ def _runs(results: Path, proxies: bool) -> dict[str, list[tuple[float, int, bool
     with a proxy when ``proxies``; left out otherwise)."""
     by: dict[str, list[tuple[float, int, bool]]] = {}
     for f in sorted((results / "runs").glob("*.json")):
+        if f.name.endswith(".error.json"):
+            continue  # a run that failed to run (the runner makes it again on resume)
         run = json.loads(f.read_text())
         goodput = run["bulk"]["flows"][0]["goodput_kbps"]
         p = run["params"]

@@ -67,7 +67,7 @@ def main(results: Path) -> dict[str, Any]:
     runs: dict[str, Any] = {}
     pooled: dict[str, Counter[str]] = {}
     for f in sorted((results / "runs").glob("*.json")):
-        if f.name.endswith(".invalid-1.json"):
+        if f.name.endswith((".invalid-1.json", ".error.json")):
             continue
         run = json.loads(f.read_text())
         snaps = f.with_suffix("")
