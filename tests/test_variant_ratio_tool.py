@@ -47,3 +47,4 @@ def test_proxies_each_mode_against_no_proxy_in_its_stack(tmp_path: Path) -> None
     assert sorted(got["on_kbps"]) == [301.0, 302.0, 303.0, 304.0, 305.0]
     assert abs(got["ratio"]["estimate"] - 303.0 / 103.0) < 1e-3
     assert got["goal_lower_end_clears"] and got["invalid_runs"] == 1
+    assert not [k for k in got if k.startswith("over_")]  # no mode over itself

@@ -65,7 +65,8 @@ def main(results: Path, goal: float = 2.0, proxies: bool = False) -> dict[str, A
             continue
         off, on = [g for g, _ in off_runs], [g for g, _ in on_runs]
         ratio = stats.ratio_ci(on, off)
-        parent = variant if proxies else variant.rsplit("-", 1)[0]
+        # a variant that extends another (aodv-adm-veto of aodv-adm); none with --proxies
+        parent = base if proxies else variant.rsplit("-", 1)[0]
         out[variant] = {
             "off_kbps": off,
             "on_kbps": on,

@@ -68,6 +68,7 @@ MAX_PENDING_HELLOS = 256
 MAX_PENDING_HELLOS_PER_PEER = 8
 HELLO_TIMEOUT_S = 10.0
 BUSY_RETRY_MS = 250  # what a BUSY answer asks the initiator to wait before dialling again
+_BUSY = fr.pack_busy(BUSY_RETRY_MS)
 MAX_RECENT_SIDS = 16384
 NOFILE_WANTED = 65536  # the soft RLIMIT_NOFILE the proxy raises itself to (up to hard)
 BUDGET_RESUME = 0.9  # below this share of the memory budget, paused applications are read
@@ -379,7 +380,7 @@ class Proxy:
         if total >= MAX_PENDING_HELLOS or self.pending_hellos[peer] >= MAX_PENDING_HELLOS_PER_PEER:
             self.refusals.refuse("hello_overflow", peer, "too many legs without a hello")
             with contextlib.suppress(OSError):
-                conn.send(fr.pack_busy(BUSY_RETRY_MS))
+                conn.send(_BUSY)
             conn.close()
             return
         self.pending_hellos[peer] += 1
@@ -518,12 +519,11 @@ class Proxy:
             self._refuse(conn, "replayed_open", peer, "unknown session")
             return None
         remote = sum(self.remote_by_peer.values())
-        busy = fr.pack_busy(BUSY_RETRY_MS)
         if remote >= self.max_remote_sessions:
-            self._refuse(conn, "refused_limit", peer, "too many sessions", busy)
+            self._refuse(conn, "refused_limit", peer, "too many sessions", _BUSY)
             return None
         if self.remote_by_peer[peer] >= self.cfg.max_peer_sessions:
-            self._refuse(conn, "refused_limit", peer, f"too many sessions from {peer}", busy)
+            self._refuse(conn, "refused_limit", peer, f"too many sessions from {peer}", _BUSY)
             return None
         try:
             session = Session.accept(
