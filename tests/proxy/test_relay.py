@@ -12,7 +12,7 @@ from manetkit import events
 from manetkit.proxy import frames as fr
 from manetkit.proxy import policy as pol
 from manetkit.proxy.config import ProxyConfig
-from manetkit.proxy.relay import Relay
+from manetkit.proxy.relay import RECONNECT_MAX, RECONNECT_MIN, Relay
 from manetkit.proxy.session import Session, State
 from tests.proxy.sim import tokens
 
@@ -197,5 +197,27 @@ def test_a_leg_that_ends_as_soon_as_it_is_made_is_dialled_again(
         finally:
             relay.closed = True
             lsock.close()
+
+    asyncio.run(main())
+
+
+def test_a_busy_asking_for_an_hour_is_dialled_again_within_the_backoff_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BUSY is untagged (the acceptor has no key for us yet): whoever sends one may name
+    any delay, so the relay waits at most its reconnect ceiling."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        relay = _relay(loop)
+        relay.proxy.counters["peer_busy"] = 0
+        delays: list[float] = []
+        monkeypatch.setattr(relay, "schedule_reconnect", lambda d=None: delays.append(d))
+        relay.peer_busy(3600.0)
+        relay.peer_busy(0.0)
+        assert delays[0] <= RECONNECT_MAX * 1.5
+        assert RECONNECT_MIN * 0.5 <= delays[1] <= RECONNECT_MIN * 1.5
+        assert relay.proxy.counters["peer_busy"] == 2
+        relay.closed = True
 
     asyncio.run(main())
