@@ -15,13 +15,18 @@ A namespace other than the host's may only take as its default an algorithm the 
 EPERM, ``tcp_set_default_congestion_control()`` in net/ipv4/tcp_cong.c). The allowed list
 holds the host's default and reno, so on a host that runs BBR, cubic is not in it:
 :func:`allowing` adds what a matrix needs to the list for the matrix's duration and puts
-the host's list back afterwards.
+the host's list back afterwards. Two matrices may overlap (two users, or a matrix and a
+bench): each registers what it needs, and the list goes back to the host's only when the
+last of them ends, so the first to end cannot take cubic away from the other's runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import subprocess
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,19 +70,66 @@ def require(
         )
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _holders(state: Path) -> dict[Path, list[str]]:
+    """The live holders' needs; a dead process's file is removed (a matrix killed -9)."""
+    out: dict[Path, list[str]] = {}
+    for f in state.glob("holder-*"):
+        pid = int(f.name.split("-")[1])
+        if _alive(pid):
+            out[f] = f.read_text().split()
+        else:
+            f.unlink(missing_ok=True)
+    return out
+
+
+def _write(path: Path, state: Path, original: list[str]) -> None:
+    """The allowed list: the host's own plus what the live holders need."""
+    needed = [n for names in _holders(state).values() for n in names]
+    path.write_text(" ".join(dict.fromkeys(original + needed)) + "\n")
+
+
 @contextlib.contextmanager
-def allowing(names: Iterable[str], path: Path = ALLOWED) -> Iterator[list[str]]:
+def allowing(
+    names: Iterable[str], path: Path = ALLOWED, state: Path | None = None
+) -> Iterator[list[str]]:
     """The host's allowed list widened by ``names`` for the block (yields what was
-    added); the list as it was afterwards, whatever happens."""
-    before = path.read_text().split()
-    added = [n for n in dict.fromkeys(names) if n not in before]
-    if added:
-        path.write_text(" ".join(before + added) + "\n")
+    added); the host's list back when the last overlapping block ends, whatever
+    happens. ``state`` (default: the run directory's ``tcpcc``) holds the host's list
+    and one file per live holder, under a lock."""
+    state = state or paths.rundir() / "tcpcc"
+    state.mkdir(parents=True, exist_ok=True)
+    original_file = state / "original"
+    me = state / f"holder-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    with open(state / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        current = path.read_text().split()
+        if original_file.exists():  # another holder's, or one killed before it put it back
+            original = original_file.read_text().split()
+        else:  # the first holder: the list as it is now is the host's
+            original = current
+            original_file.write_text(" ".join(original) + "\n")
+        added = [n for n in dict.fromkeys(names) if n not in current]
+        me.write_text(" ".join(dict.fromkeys(names)) + "\n")
+        _write(path, state, original)
     try:
         yield added
     finally:
-        if added:
-            path.write_text(" ".join(before) + "\n")
+        with open(state / "lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            me.unlink(missing_ok=True)
+            _write(path, state, original)
+            if not _holders(state):
+                original_file.unlink(missing_ok=True)
 
 
 def set_lab(lab: str, nodes: list[str], cc: str) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from manetkit.keyfile import read_hex_key
 from manetkit.paths import check_socket_path
 from manetkit.proxy.channel import Keyring, MeshKey
 
+IDLE_TIMEOUT_DEFAULT = 900.0  # s: an idle stream's silence limit (TCP's retries2 is ~15 min)
+
 Mode = Literal["plain", "fixed-rto", "elfn", "bus"]
 
 
@@ -91,6 +93,14 @@ class ProxyConfig(_Strict):
     )
     partition_timeout: float = Field(
         30.0, gt=0, le=3600, description="reset the app after this long without the peer"
+    )
+    idle_timeout: float | None = Field(
+        None,
+        gt=0,
+        le=86400,
+        description="as partition_timeout, for a stream that was idle when the silence "
+        "began (an idle TCP connection rides out an outage; at least partition_timeout; "
+        "default: 900, or partition_timeout if longer)",
     )
     probe_interval: float = Field(2.0, ge=0.1, le=60, description="ELFN probe period, seconds")
     probe: Literal["fixed", "rtt"] = Field(
@@ -168,6 +178,13 @@ class ProxyConfig(_Strict):
             )
         return data
 
+    @property
+    def idle_limit(self) -> float:
+        """``idle_timeout`` with its default filled in."""
+        if self.idle_timeout is not None:
+            return self.idle_timeout
+        return max(IDLE_TIMEOUT_DEFAULT, self.partition_timeout)
+
     @model_validator(mode="after")
     def _check(self) -> ProxyConfig:
         if self.listen_address is not None and self.listen_address not in self.mesh_prefix:
@@ -178,6 +195,8 @@ class ProxyConfig(_Strict):
             raise ValueError("listen_port and peer_port must differ")
         if self.keepalive * 2 > self.partition_timeout:
             raise ValueError("keepalive must be at most half of partition_timeout")
+        if self.idle_timeout is not None and self.idle_timeout < self.partition_timeout:
+            raise ValueError("idle_timeout must be at least partition_timeout")
         if self.ack_delay > self.keepalive:
             raise ValueError("ack_delay must be at most keepalive")
         if self.thin_linear_timeouts and self.congestion_control not in ("reno", "cubic"):

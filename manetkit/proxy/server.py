@@ -168,6 +168,7 @@ class Proxy:
             keepalive=self.cfg.keepalive,
             ack_delay=self.cfg.ack_delay,
             partition_timeout=self.cfg.partition_timeout,
+            idle_timeout=self.cfg.idle_limit,
         )
 
     @property

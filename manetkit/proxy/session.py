@@ -156,6 +156,9 @@ class SessionConfig:
     ack_delay: float = 1.0
     keepalive: float = 1.0  # an ACK at least this often, so a live peer is never silent
     partition_timeout: float = 30.0  # reset after this long without a word from the peer
+    # ... unless the stream was idle when the silence began: an idle TCP connection rides
+    # out any outage (it sends nothing), so an idle session waits this long instead
+    idle_timeout: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +224,8 @@ class Session:
         self._ack_deadline: float | None = None
         self._last_sent = now
         self._last_heard = now
+        self._last_data = now  # DATA sent or received: was the stream moving?
+        self._owed_since: float | None = None  # when the oldest unsettled byte was written
         self._probe_nonce: int | None = None
         self.finished = False  # initiator: both directions done, waiting for the close
         # counters for status
@@ -308,6 +313,8 @@ class Session:
             raise SessionStateError("app_data", self.state)
         if self._fin_requested:
             raise SessionStateError("app_data", self.state, "after app_eof")
+        if not self._owes():
+            self._owed_since = now
         self._buf += data
         self.written += len(data)
         self._pump(now)
@@ -316,6 +323,8 @@ class Session:
         """The local app closed its sending side: FIN once every byte is sent."""
         if self.state is State.CLOSED:
             raise SessionStateError("app_eof", self.state)
+        if not self._owes():
+            self._owed_since = now
         self._fin_requested = True
         self._pump(now)
 
@@ -493,13 +502,33 @@ class Session:
 
     # --- timers ----------------------------------------------------------------------
 
-    def _stalled(self) -> bool:
-        """Something is owed that only a live peer can settle."""
-        return (
-            self.state is not State.FLOWING
-            or self.acked < self.written
-            or (self._fin_requested and not self._fin_acked)
-        )
+    def _owes(self) -> bool:
+        """Something is owed that only a live peer can settle (bytes or our FIN)."""
+        return self.acked < self.written or (self._fin_requested and not self._fin_acked)
+
+    def _silence_deadline(self) -> tuple[float, bool] | None:
+        """When the peer's silence resets the app, and whether as an idle stream's
+        (None: no limit now).
+
+        ``partition_timeout`` after the later of the last word from the peer and the
+        moment the debt began while something is owed (data written after a long quiet
+        spell gets its full timeout, as a TCP retransmission timer starts with the
+        segment); and ``partition_timeout`` after the last word while the stream has no
+        working transport and was moving when the silence began (the peer likely owes
+        us the rest). A stream that was idle then (no DATA either way for
+        ``partition_timeout`` before it) waits ``idle_timeout``: an idle TCP connection
+        sends nothing and rides out any outage, and the proxy must not do worse (an
+        iperf3 control connection, a keep-alive HTTP connection, an FTP control
+        channel), yet a peer that is gone for good is not waited on forever."""
+        heard, cfg = self._last_heard, self.cfg
+        if self._owes():
+            since = heard if self._owed_since is None else max(heard, self._owed_since)
+            return since + cfg.partition_timeout, False
+        if self.state is State.FLOWING:
+            return None
+        if self._last_data >= heard - cfg.partition_timeout:
+            return heard + cfg.partition_timeout, False  # it was moving
+        return heard + cfg.idle_timeout, True
 
     def get_timer(self) -> float | None:
         if self.state is State.CLOSED:
@@ -509,18 +538,22 @@ class Session:
             deadlines.append(self._ack_deadline)
         if self._can_talk():
             deadlines.append(self._last_sent + self.cfg.keepalive)
-        if self._stalled():
-            deadlines.append(self._last_heard + self.cfg.partition_timeout)
+        silence = self._silence_deadline()
+        if silence is not None:
+            deadlines.append(silence[0])
         return min(deadlines) if deadlines else None
 
     def handle_timer(self, now: float) -> None:
         if self.state is State.CLOSED:
             return
-        if self._stalled() and now >= self._last_heard + self.cfg.partition_timeout:
+        silence = self._silence_deadline()
+        if silence is not None and now >= silence[0]:
+            idle = silence[1]
             self.reset(
                 now,
                 f"partition timeout: no word from the peer for "
-                f"{now - self._last_heard:.1f}s (state {self.state.value})",
+                f"{now - self._last_heard:.1f}s ({'idle stream, ' if idle else ''}"
+                f"state {self.state.value})",
             )
             return
         if not self._can_talk():
@@ -716,6 +749,8 @@ class Session:
         if peer_fin and self._fin_requested and self.acked == self.written:
             self._fin_acked = True
             self._maybe_done()
+        if not self._owes():
+            self._owed_since = None
 
     def _on_peer_delivered(self, now: float, delivered: int, fin_seen: bool) -> None:
         if delivered > self.sent_high:
@@ -729,6 +764,7 @@ class Session:
         self._settle(delivered, fin_seen)
 
     def _on_data(self, now: float, frame: fr.Data) -> None:
+        self._last_data = now
         end = frame.offset + len(frame.payload)
         if frame.offset > self.delivered:
             self._protocol_error(now, f"DATA at {frame.offset} leaves a gap after {self.delivered}")
@@ -814,7 +850,7 @@ class Session:
                 out += tag
                 self.sent += n
                 self._frame_size = min(fr.MAX_DATA, self._frame_size * 2)
-                self._last_sent = self._last_data_sent = now
+                self._last_sent = self._last_data_sent = self._last_data = now
         finally:
             buf.release()
         self.sent_high = max(self.sent_high, self.sent)

@@ -261,11 +261,51 @@ def test_the_hosts_allowed_list_is_widened_for_the_matrix_and_put_back(tmp_path)
 
     allowed = tmp_path / "tcp_allowed_congestion_control"
     allowed.write_text("reno bbr\n")  # a host whose default is BBR: cubic is restricted
-    with tcpcc.allowing(["cubic", "reno"], allowed) as added:
+    state = tmp_path / "state"
+    with tcpcc.allowing(["cubic", "reno"], allowed, state) as added:
         assert added == ["cubic"] and allowed.read_text() == "reno bbr cubic\n"
     assert allowed.read_text() == "reno bbr\n"
-    with pytest.raises(RuntimeError), tcpcc.allowing(["vegas"], allowed):
+    with pytest.raises(RuntimeError), tcpcc.allowing(["vegas"], allowed, state):
         raise RuntimeError("a run broke")
     assert allowed.read_text() == "reno bbr\n"  # put back on the way out too
-    with tcpcc.allowing(["reno"], allowed) as added:
+    with tcpcc.allowing(["reno"], allowed, state) as added:
         assert added == [] and allowed.read_text() == "reno bbr\n"  # nothing to touch
+    assert sorted(p.name for p in state.iterdir()) == ["lock"]  # no holder left behind
+
+
+def test_overlapping_matrices_keep_what_the_other_still_needs(tmp_path):
+    """The first matrix to end must not take cubic away from one still running (its
+    runs failed with EPERM when each put back the list it had found)."""
+    from manetkit.experiment import tcpcc
+
+    allowed = tmp_path / "tcp_allowed_congestion_control"
+    allowed.write_text("reno bbr\n")
+    state = tmp_path / "state"
+    first = tcpcc.allowing(["cubic"], allowed, state)
+    first.__enter__()
+    with tcpcc.allowing(["cubic", "vegas"], allowed, state) as added:
+        assert added == ["vegas"]  # cubic was already there, added by the first
+        first.__exit__(None, None, None)  # the first matrix ends while this one runs
+        assert allowed.read_text() == "reno bbr cubic vegas\n"
+    assert allowed.read_text() == "reno bbr\n"  # the host's own list, after the last
+
+
+def test_a_killed_matrixs_widening_is_undone_by_the_next(tmp_path):
+    """A matrix killed with -9 leaves its holder file and the widened list; the next one
+    drops the dead holder and puts the host's list back when it ends."""
+    import subprocess
+
+    from manetkit.experiment import tcpcc
+
+    allowed = tmp_path / "tcp_allowed_congestion_control"
+    allowed.write_text("reno bbr\n")
+    state = tmp_path / "state"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    state.mkdir()
+    (state / "original").write_text("reno bbr\n")
+    (state / f"holder-{gone.pid}-deadbeef").write_text("cubic\n")
+    allowed.write_text("reno bbr cubic\n")
+    with tcpcc.allowing(["reno"], allowed, state):
+        assert allowed.read_text() == "reno bbr\n"  # the dead holder no longer counts
+    assert allowed.read_text() == "reno bbr\n"

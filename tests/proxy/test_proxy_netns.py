@@ -170,6 +170,74 @@ def test_partition_beyond_timeout_resets_the_app(proxies, tmp_path: Path) -> Non
     assert "partition timeout" in c.log(c.client) + c.log(c.server)
 
 
+ECHO_SERVER = r"""
+import socket
+s = socket.create_server(("0.0.0.0", 7000))
+while True:
+    c, _ = s.accept()
+    while d := c.recv(100):
+        c.sendall(d)
+"""
+
+IDLE_CLIENT = r"""
+import socket, sys
+c = socket.create_connection((sys.argv[1], 7000), timeout=30)
+c.sendall(b"a")
+print(c.recv(10).decode(), flush=True)
+sys.stdin.readline()  # idle until the test says: after the outage
+try:
+    c.sendall(b"b")
+    print(c.recv(10).decode(), flush=True)
+except OSError as e:
+    print("error", e, flush=True)
+"""
+
+
+def test_an_idle_connection_rides_out_an_outage_longer_than_the_partition_timeout(
+    proxies, chain: Chain
+) -> None:  # type: ignore[no-untyped-def]
+    """An idle app connection (an iperf3 control connection, a keep-alive HTTP one) sends
+    nothing during an outage, so over plain TCP it carries on afterwards whatever the
+    outage's length. Through the proxies it must too: its leg dies (TCP_USER_TIMEOUT),
+    but the session waits ``idle_timeout``, not ``partition_timeout``, and resumes on a
+    new leg (before, it was reset the moment its leg died)."""
+    srv = subprocess.Popen(["ip", "netns", "exec", chain.server, sys.executable, "-c", ECHO_SERVER])
+    cl = None
+    try:
+        wait_for(
+            lambda: sh("ss", "-ltn", "sport = :7000", ns=chain.server).stdout.count("LISTEN"),
+            10,
+            "echo server",
+        )
+        c = proxies(mode="elfn", partition_timeout=3, keepalive=1)
+        # the proxies' logs are appended to across the module: read only this test's part
+        start = {ns: len(c.log(ns)) for ns in (c.client, c.server)}
+
+        def logs() -> str:
+            return "".join(c.log(ns)[start[ns] :] for ns in start)
+
+        cl = subprocess.Popen(
+            ["ip", "netns", "exec", c.client, sys.executable, "-c", IDLE_CLIENT, SERVER_IP],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert cl.stdout is not None and cl.stdin is not None
+        assert cl.stdout.readline().strip() == "a"
+        time.sleep(4)  # idle (keepalives only) for longer than the partition timeout
+        c.break_route()
+        time.sleep(6)  # the outage under test: twice the partition timeout
+        c.restore_route()
+        cl.stdin.write("\n")
+        cl.stdin.flush()
+        assert cl.stdout.readline().strip() == "b"
+        assert "mesh leg to" in logs()  # its leg did die in the outage
+        assert "partition timeout" not in logs()
+    finally:
+        for p in (cl, srv):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_curl_sees_the_server_and_the_server_sees_the_client(proxies, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     c = proxies(mode="elfn", transparent_source=True)
     out = tmp_path / "out"

@@ -210,7 +210,7 @@ def test_elfn_freeze_holds_data_and_probe_thaws() -> None:
 
 
 def test_partition_timeout_resets_with_a_reason() -> None:
-    cfg = SessionConfig(partition_timeout=3.0)
+    cfg = SessionConfig(partition_timeout=3.0, idle_timeout=10.0)
     p = Pair(cfg)
     p.write(p.i, 100)
     p.settle()
@@ -221,9 +221,63 @@ def test_partition_timeout_resets_with_a_reason() -> None:
     assert p.si.state is State.CLOSED
     (closed,) = p.i.closed
     assert not closed.clean and "partition timeout" in closed.reason
-    # the acceptor has no transport either: it gives up too, so no server connection
-    # waits forever for an initiator that has gone
-    assert p.sa.state is State.CLOSED and "partition timeout" in p.a.closed[0].reason
+    # the acceptor had an idle stream when the cut came (the 100 new bytes never reached
+    # it): it waits the idle timeout, then gives up too, so no server connection waits
+    # forever for an initiator that has gone
+    assert p.sa.state is State.RESUMING
+    for _ in range(70):
+        p.tick(0.1)
+    assert p.sa.state is State.CLOSED and "idle stream" in p.a.closed[0].reason
+
+
+def test_an_idle_stream_rides_out_a_silence_longer_than_the_partition_timeout() -> None:
+    """Nothing owed and no DATA for a while when the transport died (an iperf3 control
+    connection during the test, a keep-alive HTTP connection): a plain TCP connection
+    would not even notice the outage, so the session waits the idle timeout, not the
+    partition timeout, and carries on once a transport is back."""
+    p = Pair(SessionConfig(partition_timeout=3.0, idle_timeout=60.0))
+    p.write(p.i, 100)
+    p.settle()  # delivered and acknowledged, then idle for a long while
+    p.cut()
+    for _ in range(200):  # 20 s of outage
+        p.tick(0.1)
+    assert p.si.state is State.RESUMING and p.sa.state is State.RESUMING
+    p.write(p.i, 100)
+    p.settle()
+    assert_complete(p)
+
+
+def test_bytes_written_after_a_long_silence_get_the_whole_partition_timeout() -> None:
+    """The debt's clock starts when the app writes, as a TCP retransmission timer starts
+    with its segment: an idle stream whose app writes 10 s into an outage is not reset
+    at once, but ``partition_timeout`` later if the peer is still silent."""
+    p = Pair(SessionConfig(partition_timeout=3.0, idle_timeout=60.0))
+    p.write(p.i, 100)
+    p.settle()
+    p.cut()
+    for _ in range(100):
+        p.tick(0.1)
+    p.write(p.i, 1)
+    for _ in range(25):
+        p.tick(0.1)
+    assert p.si.state is State.RESUMING
+    for _ in range(10):
+        p.tick(0.1)
+    assert p.si.state is State.CLOSED and "idle" not in p.i.closed[0].reason
+
+
+def test_a_moving_stream_is_reset_after_the_partition_timeout_with_nothing_owed() -> None:
+    """The acceptor owes nothing but was receiving when the transport died: the peer
+    likely owes it the rest, so the partition timeout applies (never left hanging)."""
+    p = Pair(SessionConfig(partition_timeout=3.0, idle_timeout=60.0))
+    p.write(p.i, 100)
+    p.deliver_i2a(len(p.i2a))
+    p.deliver_a2i(len(p.a2i))
+    p.cut()
+    for _ in range(40):
+        p.tick(0.1)
+    assert p.sa.state is State.CLOSED
+    assert "partition timeout" in p.a.closed[0].reason and "idle" not in p.a.closed[0].reason
 
 
 def test_idle_session_is_not_timed_out_by_a_quiet_peer() -> None:
