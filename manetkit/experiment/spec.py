@@ -70,7 +70,7 @@ PROBE_RANGE: tuple[float, float] = (
 TRAFFIC_TAGS = ("bulk", "http", "wrk", "stream")
 # Metric plug-ins a spec may name (manetkit.experiment.plugins: each adds its part to the
 # runs' JSON and a table to the report).
-METRICS = ("retrans", "atra", "smr", "flap")
+METRICS = ("retrans", "atra", "smr", "flap", "proxy")
 # Fields of the proxy config the lab sets per node (a spec's proxy_config may not).
 PROXY_NODE_FIELDS = ("daemon_socket", "status_socket")
 # The TCP congestion control every node's namespace runs unless the spec says otherwise:

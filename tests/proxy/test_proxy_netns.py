@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from manetkit import events as ev
+from manetkit.experiment.plugins.proxy import log_summary
 from tests.proxy.httpd import body
 from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, sh, wait_for
 
@@ -168,6 +169,10 @@ def test_partition_beyond_timeout_resets_the_app(proxies, tmp_path: Path) -> Non
     assert 2.5 < took < 8, took
     assert out.stat().st_size < size
     assert "partition timeout" in c.log(c.client) + c.log(c.server)
+    # the experiment's proxy plug-in reads these lines: one side timed out, the other
+    # was told so (its reason: the peer's reset)
+    seen = log_summary((c.log(c.client) + c.log(c.server)).splitlines())["resets"]
+    assert seen.get("partition timeout", 0) >= 1, seen
 
 
 ECHO_SERVER = r"""
@@ -231,6 +236,8 @@ def test_an_idle_connection_rides_out_an_outage_longer_than_the_partition_timeou
         assert cl.stdout.readline().strip() == "b"
         assert "mesh leg to" in logs()  # its leg did die in the outage
         assert "partition timeout" not in logs()
+        seen = log_summary(logs().splitlines())
+        assert seen["legs_lost"] >= 1 and seen["resets"] == {}, seen
     finally:
         for p in (cl, srv):
             if p is not None and p.poll() is None:

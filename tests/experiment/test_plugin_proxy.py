@@ -1,0 +1,93 @@
+"""The ``proxy`` metric plug-in: resets by reason, freezes and lost legs from the proxies'
+logs over the window only, and the counters that moved (the log lines' format is checked
+against real proxies in tests/proxy/test_proxy_netns.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from manetkit import paths
+from manetkit.experiment.plugins import PLUGINS, RunContext
+from manetkit.experiment.plugins import proxy as plugin
+from manetkit.experiment.plugins.proxy import log_summary, reset_reason
+
+BEFORE = """\
+2026-11-27 16:18:16,045 manetkit.proxy WARNING session 0a0b0c0d to 10.42.0.2 (elfn) reset: partition timeout: no word from the peer for 30.0s (state resuming)
+"""
+WINDOW = """\
+2026-11-27 16:19:00,001 manetkit.proxy INFO session d584d19b frozen: route-failure from 10.42.0.7
+2026-11-27 16:19:01,001 manetkit.proxy INFO session d584d19b resumed (route-up)
+2026-11-27 16:19:02,001 manetkit.proxy INFO session d584d19b: mesh leg to 10.42.0.2 lost (None)
+2026-11-27 16:19:40,001 manetkit.proxy WARNING session d584d19b to 10.42.0.2 (elfn) reset: partition timeout: no word from the peer for 900.0s (idle stream, state resuming)
+2026-11-27 16:19:41,001 manetkit.proxy WARNING session 11111111 to 10.42.0.2 (elfn) reset: peer reset: application connection lost (closed)
+2026-11-27 16:19:42,001 manetkit.proxy WARNING session 22222222 to 10.42.0.2 (bus) reset: server 10.42.0.2:5201 unreachable: ConnectionRefusedError(111)
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("partition timeout: no word from the peer for 3.0s (state flowing)", "partition timeout"),
+        ("partition timeout: no word for 900.0s (idle stream, state resuming)",
+         "partition timeout (idle stream)"),
+        ("peer reset: partition timeout: no word for 30.0s (state resuming)",
+         "peer reset: partition timeout"),
+        ("application connection lost ([Errno 104] reset)", "application connection lost"),
+        ("protocol error: DATA at 9 leaves a gap after 4", "protocol error"),
+        ("server 10.42.0.2:80 unreachable: OSError()", "server unreachable"),
+        ("", "unknown"),
+    ],
+)  # fmt: skip
+def test_a_reset_is_counted_by_its_reason_without_particulars(text: str, reason: str) -> None:
+    assert reset_reason(text) == reason
+
+
+def test_the_window_counts_only_its_own_lines_and_the_counters_that_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MANETKIT_RUNDIR", str(tmp_path))
+    lab = "t"
+    paths.logs_dir(lab).mkdir(parents=True)
+    log = paths.logs_dir(lab) / "proxy-n1.log"
+    log.write_text(BEFORE)  # a reset before the window: not the run's
+    counters = iter([{"done": 4, "resets": 1}, {}, {"done": 9, "resets": 4, "peer_busy": 0}, {}])
+    monkeypatch.setattr(plugin, "_counters", lambda lab, node: next(counters))
+    m = PLUGINS["proxy"]()
+    ctx = RunContext(lab=lab, nodes=["n1", "n2"], stack="aodv", proxy="elfn", work=tmp_path)
+    m.before(ctx)
+    with open(log, "a") as f:
+        f.write(WINDOW)
+    m.after(ctx)
+    got = m.result(ctx, [])
+    assert got["counters"] == {"done": 5, "resets": 3}
+    assert (got["proxies"], got["answered"]) == (2, 1)  # n2's proxy did not answer
+    assert got["log"] == {
+        "frozen": 1,
+        "resumed": 1,
+        "legs_lost": 1,
+        "resets": {
+            "partition timeout (idle stream)": 1,
+            "peer reset: application connection lost": 1,
+            "server unreachable": 1,
+        },
+    }
+    row = PLUGINS["proxy"].rows([{"params": {"scenario": "s", "traffic": "b", "stack": "aodv",
+                                             "proxy": "elfn", "speed": 20}, "proxy": got}])  # fmt: skip
+    assert row[0]["resets"] == 3 and row[0]["frozen"] == 1 and row[0]["done"] == 5
+
+
+def test_a_run_without_proxies_records_nothing(tmp_path: Path) -> None:
+    m = PLUGINS["proxy"]()
+    ctx = RunContext(lab="t", nodes=["n1"], stack="aodv", proxy="none", work=tmp_path)
+    m.before(ctx)
+    m.after(ctx)
+    assert m.result(ctx, []) == {}
+    assert log_summary([]) == {"frozen": 0, "resumed": 0, "legs_lost": 0, "resets": {}}
+
+
+def test_a_spec_may_name_every_plug_in_and_no_other() -> None:
+    from manetkit.experiment.spec import METRICS
+
+    assert set(METRICS) == set(PLUGINS)
