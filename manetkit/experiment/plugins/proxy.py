@@ -4,7 +4,7 @@ A goodput says how much arrived, not what the proxies did for it. This plug-in r
 summed over the nodes: every proxy counter that moved in the window (sessions done and
 reset, BUSY answers, mesh legs dropped, the daemon's route events), and from the
 proxies' logs over the window the sessions frozen (ELFN's and BuS's route failures) and
-resumed, the mesh legs lost, and every reset by its reason (a partition timeout, an idle
+resumed and the seconds they stayed frozen, the mesh legs lost, and every reset by its reason (a partition timeout, an idle
 stream's, a reset from the peer, an application's, a server's): an app connection the
 proxies reset is a run's goodput lost, and the reason is what to fix.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
 
 # manetkit.proxy.relay's log lines (the session id is the first 8 hex digits)
 _RESET = re.compile(r"session \S+ to \S+ \(\S+\) reset: (.*)$")
-_FROZEN = re.compile(r"session \S+ frozen: ")
-_RESUMED = re.compile(r"session \S+ resumed \(")
+_FROZEN = re.compile(r"session (\S+) frozen: ")
+_RESUMED = re.compile(r"session (\S+) resumed \(")
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")  # logging's asctime
 _LEG_LOST = re.compile(r"session \S+: mesh leg to \S+ lost ")
 
 
@@ -42,19 +44,47 @@ def reset_reason(text: str) -> str:
     return re.split(r"[:(]", text, maxsplit=1)[0].strip() or "unknown"
 
 
+def _stamp(line: str) -> float | None:
+    m = _STAMP.match(line)
+    return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() if m else None
+
+
 def log_summary(lines: list[str]) -> dict[str, Any]:
-    """Freezes, resumes, mesh legs lost and resets by reason in a proxy's log lines."""
+    """Freezes, resumes, mesh legs lost and resets by reason in a proxy's log lines,
+    and ``frozen_s``: the seconds sessions spent frozen, from a freeze
+    to the same session's resume (a freeze never resumed is not counted: the session
+    ended or the window did)."""
     resets: Counter[str] = Counter()
     out = {"frozen": 0, "resumed": 0, "legs_lost": 0}
+    since: dict[str, float] = {}
+    frozen_s = 0.0
     for line in lines:
         if m := _RESET.search(line):
             resets[reset_reason(m.group(1))] += 1
-        elif _FROZEN.search(line):
+        elif m := _FROZEN.search(line):
             out["frozen"] += 1
-        elif _RESUMED.search(line):
+            t = _stamp(line)
+            if t is not None:
+                since.setdefault(m.group(1), t)
+        elif m := _RESUMED.search(line):
             out["resumed"] += 1
+            t, t0 = _stamp(line), since.pop(m.group(1), None)
+            if t is not None and t0 is not None:
+                frozen_s += t - t0
         elif _LEG_LOST.search(line):
             out["legs_lost"] += 1
+    return {**out, "frozen_s": round(frozen_s, 3), "resets": dict(sorted(resets.items()))}
+
+
+def merge(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`log_summary` of several proxies, summed."""
+    out: dict[str, Any] = {"frozen": 0, "resumed": 0, "legs_lost": 0, "frozen_s": 0.0}
+    resets: Counter[str] = Counter()
+    for one in summaries:
+        for k in out:
+            out[k] += one[k]
+        resets.update(one["resets"])
+    out["frozen_s"] = round(out["frozen_s"], 3)
     return {**out, "resets": dict(sorted(resets.items()))}
 
 
@@ -75,6 +105,7 @@ def _row_cells(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "resets": sum(sum(lg.get("resets", {}).values()) for lg in logs),
         "frozen": sum(lg.get("frozen", 0) for lg in logs),
+        "frozen_s": round(sum(lg.get("frozen_s", 0.0) for lg in logs), 1),
         "legs_lost": sum(lg.get("legs_lost", 0) for lg in logs),
         "done": sum(p.get("counters", {}).get("done", 0) for p in parts),
         "peer_busy": sum(p.get("counters", {}).get("peer_busy", 0) for p in parts),
@@ -86,18 +117,20 @@ class Proxy(Metric):
     title = "What the proxies did"
     note = (
         "Summed over the nodes and the runs of a row, in the window: app connections the "
-        "proxies reset and those closed cleanly, sessions frozen (route failures), mesh "
+        "proxies reset and those closed cleanly, sessions frozen (route failures) and "
+        "the seconds they stayed frozen, mesh "
         "legs lost, BUSY answers taken. Each run's JSON has the resets by reason."
     )
     columns = [*HEAD_COLUMNS, ("resets", "resets", "d"), ("done", "done", "d"),
-               ("frozen", "frozen", "d"), ("legs lost", "legs_lost", "d"),
+               ("frozen", "frozen", "d"), ("frozen s", "frozen_s", ".1f"),
+               ("legs lost", "legs_lost", "d"),
                ("busy", "peer_busy", "d")]  # fmt: skip
 
     def __init__(self) -> None:
         self.c0: dict[str, dict[str, int]] = {}
         self.c1: dict[str, dict[str, int]] = {}
         self.offsets: dict[str, int] = {}
-        self.lines: list[str] = []
+        self.lines: dict[str, list[str]] = {}
 
     def before(self, ctx: RunContext) -> None:
         if ctx.proxy == "none":
@@ -116,7 +149,7 @@ class Proxy(Metric):
             if log.exists():
                 with open(log, "rb") as f:
                     f.seek(self.offsets.get(n, 0))
-                    self.lines += f.read().decode(errors="replace").splitlines()
+                    self.lines[n] = f.read().decode(errors="replace").splitlines()
 
     def result(self, ctx: RunContext, graph: list[dict[str, Any]]) -> dict[str, Any]:
         if ctx.proxy == "none":
@@ -130,7 +163,7 @@ class Proxy(Metric):
             "proxies": len(self.c1),
             "answered": sum(1 for c in self.c1.values() if c),
             "counters": {k: v for k, v in sorted(delta.items()) if v},
-            "log": log_summary(self.lines),
+            "log": merge([log_summary(lines) for lines in self.lines.values()]),
         }
 
     @classmethod
