@@ -70,66 +70,80 @@ def require(
         )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+# The allowed list is the host's, whatever run directory a matrix uses (tests set their
+# own MANETKIT_RUNDIR): its holders' state lives at one fixed place.
+STATE = Path("/run/manetkit-tcpcc")
 
 
 def _holders(state: Path) -> dict[Path, list[str]]:
-    """The live holders' needs; a dead process's file is removed (a matrix killed -9)."""
+    """The live holders' needs. A holder keeps its file flock'ed for its life, so a file
+    whose lock can be taken is a dead holder's (a matrix killed with -9): removed."""
     out: dict[Path, list[str]] = {}
     for f in state.glob("holder-*"):
-        pid = int(f.name.split("-")[1])
-        if _alive(pid):
-            out[f] = f.read_text().split()
+        try:
+            with open(f) as fd:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            out[f] = f.read_text().split()  # held: alive
+        except FileNotFoundError:
+            continue
         else:
             f.unlink(missing_ok=True)
     return out
 
 
 def _write(path: Path, state: Path, original: list[str]) -> None:
-    """The allowed list: the host's own plus what the live holders need."""
+    """The allowed list: the host's own plus what the live holders need (written only
+    when it changes)."""
     needed = [n for names in _holders(state).values() for n in names]
-    path.write_text(" ".join(dict.fromkeys(original + needed)) + "\n")
+    want = list(dict.fromkeys(original + needed))
+    if path.read_text().split() != want:
+        path.write_text(" ".join(want) + "\n")
+
+
+def _save(file: Path, names: list[str]) -> None:
+    tmp = file.with_suffix(".tmp")
+    tmp.write_text(" ".join(names) + "\n")
+    tmp.replace(file)  # atomic: a kill mid-write leaves the old file or the new one
 
 
 @contextlib.contextmanager
 def allowing(
-    names: Iterable[str], path: Path = ALLOWED, state: Path | None = None
+    names: Iterable[str], path: Path = ALLOWED, state: Path = STATE
 ) -> Iterator[list[str]]:
     """The host's allowed list widened by ``names`` for the block (yields what was
     added); the host's list back when the last overlapping block ends, whatever
-    happens. ``state`` (default: the run directory's ``tcpcc``) holds the host's list
-    and one file per live holder, under a lock."""
-    state = state or paths.rundir() / "tcpcc"
+    happens. ``state`` holds the host's list and one locked file per live holder, under
+    a lock."""
     state.mkdir(parents=True, exist_ok=True)
     original_file = state / "original"
     me = state / f"holder-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    with open(state / "lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        current = path.read_text().split()
-        if original_file.exists():  # another holder's, or one killed before it put it back
-            original = original_file.read_text().split()
-        else:  # the first holder: the list as it is now is the host's
-            original = current
-            original_file.write_text(" ".join(original) + "\n")
-        added = [n for n in dict.fromkeys(names) if n not in current]
-        me.write_text(" ".join(dict.fromkeys(names)) + "\n")
-        _write(path, state, original)
+    wanted = list(dict.fromkeys(names))
+    mine = open(me, "w")  # noqa: SIM115 - locked for the block's life: the liveness proof
     try:
+        fcntl.flock(mine, fcntl.LOCK_EX)
+        mine.write(" ".join(wanted) + "\n")
+        mine.flush()
+        with open(state / "lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            current = path.read_text().split()
+            if original_file.exists():  # another holder's, or one killed before it put it back
+                original = original_file.read_text().split()
+            else:  # the first holder: the list as it is now is the host's
+                original = current
+                _save(original_file, original)
+            added = [n for n in wanted if n not in current]
+            _write(path, state, original)
         yield added
     finally:
         with open(state / "lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             me.unlink(missing_ok=True)
-            _write(path, state, original)
-            if not _holders(state):
-                original_file.unlink(missing_ok=True)
+            mine.close()
+            if original_file.exists():
+                _write(path, state, original_file.read_text().split())
+                if not _holders(state):
+                    original_file.unlink(missing_ok=True)
 
 
 def set_lab(lab: str, nodes: list[str], cc: str) -> dict[str, Any]:

@@ -305,18 +305,18 @@ class Relay:
 
     def peer_busy(self, retry_after: float) -> None:
         """The peer proxy is at a session limit: close the leg, dial again later. The
-        delay is what BUSY asks, at least the reconnect back-off and at most its ceiling
-        (a BUSY is not tagged: one asking for an hour must not park the session), spread
-        x0.5 to x1.5 so a burst of waiting sessions does not return as one burst."""
+        delay is what BUSY asks, at least the reconnect back-off, spread x0.5 to x1.5 so
+        a burst of waiting sessions does not return as one burst, and at most the
+        back-off's ceiling (a BUSY is not tagged: one asking for an hour must not park
+        the session)."""
         self.proxy.counters["peer_busy"] += 1
         log.debug("session %s: %s is busy, dialling again in %.2fs", self.session.sid_hex[:8],
                   self.peer, retry_after)  # fmt: skip
         old, self.mesh = self.mesh, None
         if old is not None and old.transport is not None:
             old.transport.close()
-        delay = min(max(retry_after, self.reconnect_delay), RECONNECT_MAX)
-        delay *= random.uniform(0.5, 1.5)
-        self.schedule_reconnect(delay)
+        delay = max(retry_after, self.reconnect_delay) * random.uniform(0.5, 1.5)
+        self.schedule_reconnect(min(delay, RECONNECT_MAX))
 
     def apply_policy(self) -> None:
         """Carry out the policy's actions on the session and the legs."""

@@ -56,7 +56,7 @@ from manetkit.proxy import guard, intercept, modes, policy
 from manetkit.proxy.channel import Keyring, Refused, tombstone_reply
 from manetkit.proxy.config import ProxyConfig, load_keyring
 from manetkit.proxy.daemonclient import DaemonClient
-from manetkit.proxy.relay import Relay
+from manetkit.proxy.relay import RECONNECT_MAX, Relay
 from manetkit.proxy.session import Role, Session, SessionConfig, Tombstone
 from manetkit.proxy.sockets import HIGH_WATER, Side, apply_options, arm_rst_on_close, reset_socket
 
@@ -70,6 +70,7 @@ HELLO_TIMEOUT_S = 10.0
 BUSY_RETRY_MS = 250  # what a BUSY answer asks the initiator to wait before dialling again
 _BUSY = fr.pack_busy(BUSY_RETRY_MS)
 MAX_RECENT_SIDS = 16384
+MAX_PEER_STREAKS = 4096
 NOFILE_WANTED = 65536  # the soft RLIMIT_NOFILE the proxy raises itself to (up to hard)
 BUDGET_RESUME = 0.9  # below this share of the memory budget, paused applications are read
 
@@ -120,6 +121,9 @@ class Proxy:
         self.max_remote_sessions = cfg.max_remote_sessions or self.max_sessions
         self.local_sessions = 0
         self.remote_by_peer: Counter[IPv4Address] = Counter()
+        # per peer, the first and the last hello of its current streak (hellos less than
+        # partition_timeout apart): how long it has been reaching us again
+        self.peer_streaks: OrderedDict[IPv4Address, tuple[float, float]] = OrderedDict()
         self.slot_free = asyncio.Event()
         self.tasks: list[asyncio.Task[Any]] = []
         self.leg_tasks: set[asyncio.Task[None]] = set()
@@ -152,6 +156,7 @@ class Proxy:
             "dropped_transports": 0,
             "peer_busy": 0,
             "hello_overflow": 0,
+            "orphans_reset": 0,
             "tombstones_evicted": 0,
             "budget_waits": 0,
             "mesh_backpressure": 0,
@@ -474,6 +479,7 @@ class Proxy:
         """The relay this leg belongs to (a new one for an OPEN), or None: refused."""
         hello = rec.frame
         assert isinstance(hello, fr.Open | fr.Resume)
+        self._heard_peer(peer, self.loop.time())
         relay = self.by_sid.get(hello.sid)
         if relay is not None:
             if relay.peer != peer:
@@ -523,7 +529,9 @@ class Proxy:
         if remote >= self.max_remote_sessions:
             self._refuse(conn, "refused_limit", peer, "too many sessions", _BUSY)
             return None
-        if self.remote_by_peer[peer] >= self.cfg.max_peer_sessions:
+        if self.remote_by_peer[peer] >= self.cfg.max_peer_sessions and not self._reset_orphan(
+            peer, self.loop.time()
+        ):
             self._refuse(conn, "refused_limit", peer, f"too many sessions from {peer}", _BUSY)
             return None
         try:
@@ -544,6 +552,50 @@ class Proxy:
         relay.arm_timer()
         self.loop.create_task(self._connect_server(relay, peer))
         return relay
+
+    def _heard_peer(self, peer: IPv4Address, now: float) -> None:
+        first, last = self.peer_streaks.pop(peer, (now, now))
+        if now - last > self.cfg.partition_timeout:
+            first = now  # a new streak: it had been silent
+        self.peer_streaks[peer] = (first, now)
+        while len(self.peer_streaks) > MAX_PEER_STREAKS:
+            self.peer_streaks.popitem(last=False)
+
+    def orphan_grace(self) -> float:
+        """How long a peer must have been reaching us before one of its idle sessions
+        that it has not resumed counts as given up: twice the longest wait an initiator
+        makes before dialling a session again (its reconnect back-off, x1.5 at most,
+        or an ELFN probe), at most half the partition timeout (the new sessions waiting
+        on BUSY meanwhile must not time out first)."""
+        wait = max(RECONNECT_MAX, self.cfg.probe_interval)
+        return min(2 * wait, self.cfg.partition_timeout / 2)
+
+    def _reset_orphan(self, peer: IPv4Address, now: float) -> bool:
+        """At ``peer``'s session limit: reset its session that has waited longest without
+        a leg as an idle stream, if the peer has been reaching us for
+        :meth:`orphan_grace` and that session stayed silent all the while (its
+        initiator gave it up: an initiator that resets a session with no leg cannot tell
+        us, so it would hold the slot for ``idle_timeout``). True: a slot is free."""
+        first, _ = self.peer_streaks.get(peer, (now, now))
+        if now - first < self.orphan_grace():
+            return False
+        orphans = [
+            (since, r)
+            for r in self.relays
+            if r.peer == peer and r.session.role is Role.ACCEPTOR
+            and (since := r.session.idle_without_leg_since()) is not None and since < first
+        ]  # fmt: skip
+        if not orphans:
+            return False
+        since, relay = min(orphans, key=lambda o: o[0])
+        relay.session.reset(
+            now,
+            f"orphaned: no word for {now - since:.1f}s while its peer was back for "
+            f"{now - first:.1f}s",
+        )
+        relay.flush()  # CLOSED: the app's connection is reset, the slot freed
+        self.counters["orphans_reset"] += 1
+        return self.remote_by_peer[peer] < self.cfg.max_peer_sessions
 
     async def _connect_server(self, relay: Relay, client: IPv4Address) -> None:
         s = relay.session

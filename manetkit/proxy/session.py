@@ -128,8 +128,9 @@ class DropTransport:
 class PeerBusy:
     """The acceptor is at a session limit and took nothing of this transport: close it
     and dial again after ``retry_after`` seconds. The application waits meanwhile (as
-    for a server's full listen queue); the partition timeout bounds the wait, since a
-    BUSY is no word from the session."""
+    for a server's full listen queue); the silence limit bounds the wait (the partition
+    timeout, or an idle stream's ``idle_timeout``), since a BUSY is no word from the
+    session."""
 
     retry_after: float
 
@@ -529,6 +530,14 @@ class Session:
         if self._last_data >= heard - cfg.partition_timeout:
             return heard + cfg.partition_timeout, False  # it was moving
         return heard + cfg.idle_timeout, True
+
+    def idle_without_leg_since(self) -> float | None:
+        """The last word from the peer, if this is an idle stream waiting without a
+        transport (its silence limit is ``idle_timeout``); else None."""
+        if self.state in (State.CLOSED, State.FLOWING) or self._has_transport:
+            return None
+        silence = self._silence_deadline()
+        return self._last_heard if silence is not None and silence[1] else None
 
     def get_timer(self) -> float | None:
         if self.state is State.CLOSED:

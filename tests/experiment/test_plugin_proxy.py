@@ -4,6 +4,7 @@ against real proxies in tests/proxy/test_proxy_netns.py)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,19 @@ BEFORE = """\
 2026-11-27 16:18:16,045 manetkit.proxy WARNING session 0a0b0c0d to 10.42.0.2 (elfn) reset: partition timeout: no word from the peer for 30.0s (state resuming)
 """
 WINDOW = """\
-2026-11-27 16:19:00,001 manetkit.proxy INFO session d584d19b frozen: route-failure from 10.42.0.7
-2026-11-27 16:19:01,001 manetkit.proxy INFO session d584d19b resumed (route-up)
-2026-11-27 16:19:02,001 manetkit.proxy INFO session d584d19b: mesh leg to 10.42.0.2 lost (None)
-2026-11-27 16:19:40,001 manetkit.proxy WARNING session d584d19b to 10.42.0.2 (elfn) reset: partition timeout: no word from the peer for 900.0s (idle stream, state resuming)
-2026-11-27 16:19:41,001 manetkit.proxy WARNING session 11111111 to 10.42.0.2 (elfn) reset: peer reset: application connection lost (closed)
-2026-11-27 16:19:42,001 manetkit.proxy WARNING session 22222222 to 10.42.0.2 (bus) reset: server 10.42.0.2:5201 unreachable: ConnectionRefusedError(111)
+{t1} manetkit.proxy INFO session d584d19b frozen: route-failure from 10.42.0.7
+{t2} manetkit.proxy INFO session d584d19b resumed (route-up)
+{t2} manetkit.proxy INFO session d584d19b: mesh leg to 10.42.0.2 lost (None)
+{t3} manetkit.proxy WARNING session d584d19b to 10.42.0.2 (elfn) reset: partition timeout: no word from the peer for 900.0s (idle stream, state resuming)
+{t3} manetkit.proxy WARNING session 11111111 to 10.42.0.2 (elfn) reset: peer reset: application connection lost (closed)
+{t3} manetkit.proxy WARNING session 22222222 to 10.42.0.2 (bus) reset: server 10.42.0.2:5201 unreachable: ConnectionRefusedError(111)
+{late} manetkit.proxy WARNING session 33333333 to 10.42.0.2 (elfn) reset: application connection lost ([Errno 104] reset)
 """
+
+
+def stamp(t: float) -> str:
+    """logging's asctime (local time, milliseconds after a comma)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f",{int(t % 1 * 1000):03d}"
 
 
 @pytest.mark.parametrize(
@@ -57,8 +64,12 @@ def test_the_window_counts_only_its_own_lines_and_the_counters_that_moved(
     m = PLUGINS["proxy"]()
     ctx = RunContext(lab=lab, nodes=["n1", "n2"], stack="aodv", proxy="elfn", work=tmp_path)
     m.before(ctx)
-    with open(log, "a") as f:
-        f.write(WINDOW)
+    t0 = int(time.time()) + 1.5  # whole milliseconds in the stamps: an exact frozen_s
+    with open(log, "a") as f:  # the window's lines, and one from the traffic's ending after it
+        f.write(WINDOW.format(t1=stamp(t0 + 1), t2=stamp(t0 + 2), t3=stamp(t0 + 5),
+                              late=stamp(t0 + 12)))  # fmt: skip
+    m.closing(ctx)  # the counters, while the traffic runs
+    ctx.window = (t0, t0 + 10)
     m.after(ctx)
     got = m.result(ctx, [])
     assert got["counters"] == {"done": 5, "resets": 3}

@@ -215,7 +215,7 @@ def test_a_busy_asking_for_an_hour_is_dialled_again_within_the_backoff_ceiling(
         monkeypatch.setattr(relay, "schedule_reconnect", lambda d=None: delays.append(d))
         relay.peer_busy(3600.0)
         relay.peer_busy(0.0)
-        assert delays[0] <= RECONNECT_MAX * 1.5
+        assert delays[0] <= RECONNECT_MAX  # the ceiling holds after the spread too
         assert RECONNECT_MIN * 0.5 <= delays[1] <= RECONNECT_MIN * 1.5
         assert relay.proxy.counters["peer_busy"] == 2
         relay.closed = True

@@ -312,3 +312,42 @@ def test_a_leg_whose_peer_does_not_read_is_not_read_either() -> None:
         assert not t.paused
 
     asyncio.run(main())
+
+
+def test_an_idle_session_its_peer_gave_up_frees_its_slot_once_the_peer_is_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An initiator that resets a session while it has no leg (bytes owed through an
+    outage) cannot tell the acceptor, whose idle stream would hold its slot for
+    ``idle_timeout``. At the peer's limit, once the peer has been reaching us for the
+    grace, the idle session it left silent all the while is reset and the OPEN taken;
+    before the grace it is answered BUSY (a returning initiator resumes within it)."""
+
+    async def main() -> None:
+        p = Proxy(parse_config({"daemon_socket": None, "max_peer_sessions": 2}))
+        clock = [1000.0]
+        monkeypatch.setattr(p.loop, "time", lambda: clock[0])
+
+        async def no_server(relay: Relay, client: IPv4Address) -> None:
+            return None
+
+        monkeypatch.setattr(p, "_connect_server", no_server)
+        first = [p._relay_for(FakeLeg(), open_record(bytes([i]) * 16), PEER) for i in (6, 7)]  # type: ignore[arg-type]
+        assert all(r is not None for r in first)
+        idle, moving = first[0].session, first[1].session  # type: ignore[union-attr]
+        # the outage: both silent for 100 s; ``idle`` had carried no DATA for long before
+        idle._last_data = 900.0
+        clock[0] = 1100.0
+        assert idle.idle_without_leg_since() == 1000.0
+        assert moving.idle_without_leg_since() is None  # it was moving: partition_timeout
+        third = open_record(bytes([8]) * 16)
+        leg = FakeLeg()
+        assert p._relay_for(leg, third, PEER) is None  # type: ignore[arg-type]
+        assert leg.reply() == fr.Busy(server.BUSY_RETRY_MS)  # the peer is back only now
+        clock[0] += p.orphan_grace()
+        relay = p._relay_for(FakeLeg(), third, PEER)  # type: ignore[arg-type]
+        assert relay is not None and p.counters["orphans_reset"] == 1
+        assert idle.state.value == "closed" and moving.state.value != "closed"
+        assert p.remote_by_peer[PEER] == 2
+
+    asyncio.run(main())

@@ -2,8 +2,9 @@
 
 A goodput says how much arrived, not what the proxies did for it. This plug-in records,
 summed over the nodes: every proxy counter that moved in the window (sessions done and
-reset, BUSY answers, mesh legs dropped, the daemon's route events), and from the
-proxies' logs over the window the sessions frozen (ELFN's and BuS's route failures) and
+reset, BUSY answers, mesh legs dropped, the daemon's route events; read a second
+before the window closes, while the traffic still runs, so the traffic's own ending is
+not counted), and from the proxies' log lines stamped inside the window the sessions frozen (ELFN's and BuS's route failures) and
 resumed and the seconds they stayed frozen, the mesh legs lost, and every reset by its reason (a partition timeout, an idle
 stream's, a reset from the peer, an application's, a server's): an app connection the
 proxies reset is a run's goodput lost, and the reason is what to fix.
@@ -12,6 +13,7 @@ proxies reset is a run's goodput lost, and the reason is what to fix.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +49,13 @@ def reset_reason(text: str) -> str:
 def _stamp(line: str) -> float | None:
     m = _STAMP.match(line)
     return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() if m else None
+
+
+def _inside(line: str, start: float, end: float) -> bool:
+    """A log line stamped within [start, end] (a line without a stamp: a continuation
+    of one that was, kept)."""
+    t = _stamp(line)
+    return t is None or start <= t <= end
 
 
 def log_summary(lines: list[str]) -> dict[str, Any]:
@@ -131,25 +140,34 @@ class Proxy(Metric):
         self.c1: dict[str, dict[str, int]] = {}
         self.offsets: dict[str, int] = {}
         self.lines: dict[str, list[str]] = {}
+        self.opened = 0.0
 
     def before(self, ctx: RunContext) -> None:
         if ctx.proxy == "none":
             return
+        self.opened = time.time()
         for n in ctx.nodes:
             self.c0[n] = _counters(ctx.lab, n)
             log = _log(ctx.lab, n)
             self.offsets[n] = log.stat().st_size if log.exists() else 0
 
+    def closing(self, ctx: RunContext) -> None:
+        if ctx.proxy != "none":
+            self.c1 = {n: _counters(ctx.lab, n) for n in ctx.nodes}
+
     def after(self, ctx: RunContext) -> None:
         if ctx.proxy == "none":
             return
+        if not self.c1:  # the closing hook did not run (a traffic that ended early)
+            self.c1 = {n: _counters(ctx.lab, n) for n in ctx.nodes}
+        end = ctx.window[1] if ctx.window is not None else time.time()
         for n in ctx.nodes:
-            self.c1[n] = _counters(ctx.lab, n)
             log = _log(ctx.lab, n)
             if log.exists():
                 with open(log, "rb") as f:
                     f.seek(self.offsets.get(n, 0))
-                    self.lines[n] = f.read().decode(errors="replace").splitlines()
+                    lines = f.read().decode(errors="replace").splitlines()
+                self.lines[n] = [ln for ln in lines if _inside(ln, self.opened, end)]
 
     def result(self, ctx: RunContext, graph: list[dict[str, Any]]) -> dict[str, Any]:
         if ctx.proxy == "none":
@@ -157,11 +175,13 @@ class Proxy(Metric):
         delta: Counter[str] = Counter()
         for n, after in self.c1.items():
             before = self.c0.get(n, {})
+            if not before or not after:
+                continue  # a proxy that did not answer at one end: no change to tell
             for k, v in after.items():
                 delta[k] += v - before.get(k, 0)
         return {
             "proxies": len(self.c1),
-            "answered": sum(1 for c in self.c1.values() if c),
+            "answered": sum(1 for n, c in self.c1.items() if c and self.c0.get(n)),
             "counters": {k: v for k, v in sorted(delta.items()) if v},
             "log": merge([log_summary(lines) for lines in self.lines.values()]),
         }
