@@ -48,3 +48,14 @@ def test_proxies_each_mode_against_no_proxy_in_its_stack(tmp_path: Path) -> None
     assert abs(got["ratio"]["estimate"] - 303.0 / 103.0) < 1e-3
     assert got["goal_lower_end_clears"] and got["invalid_runs"] == 1
     assert not [k for k in got if k.startswith("over_")]  # no mode over itself
+
+
+def test_a_pair_measures_one_variant_against_another(tmp_path: Path) -> None:
+    _matrix(tmp_path)
+    for seed in (1, 2, 3, 4, 5):
+        _run(tmp_path, "aodv-floor", "none", seed, 100.0 + seed)
+    out = main(tmp_path, goal=1.0, pairs=[("aodv-floor", "aodv-veto"), ("aodv-x", "aodv")])
+    assert set(out) == {"aodv-floor/aodv-veto"}  # a variant with no runs is left out
+    got = out["aodv-floor/aodv-veto"]
+    assert got["off_kbps"] == [51.0, 52.0, 53.0, 54.0, 55.0]
+    assert abs(got["ratio"]["estimate"] - 103.0 / 53.0) < 1e-3

@@ -52,12 +52,19 @@ def _base(variant: str, proxies: bool) -> str:
     return variant.split("+", 1)[0] if proxies else variant.split("-", 1)[0]
 
 
-def main(results: Path, goal: float = 2.0, proxies: bool = False) -> dict[str, Any]:
+def main(
+    results: Path,
+    goal: float = 2.0,
+    proxies: bool = False,
+    pairs: list[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """``pairs``: (variant, what it is measured against) instead of every variant against
+    its stack (a variant against another: admission with the veto against the veto)."""
     by = _runs(results, proxies)
     out: dict[str, Any] = {}
-    for variant in sorted(by):
-        base = _base(variant, proxies)
-        if variant == base or base not in by:
+    todo = pairs or [(v, _base(v, proxies)) for v in sorted(by)]
+    for variant, base in todo:
+        if variant == base or base not in by or variant not in by:
             continue
         off_runs = [(g, seed) for g, seed, valid in by[base] if valid]
         on_runs = [(g, seed) for g, seed, valid in by[variant] if valid]
@@ -66,8 +73,8 @@ def main(results: Path, goal: float = 2.0, proxies: bool = False) -> dict[str, A
         off, on = [g for g, _ in off_runs], [g for g, _ in on_runs]
         ratio = stats.ratio_ci(on, off)
         # a variant that extends another (aodv-adm-veto of aodv-adm); none with --proxies
-        parent = base if proxies else variant.rsplit("-", 1)[0]
-        out[variant] = {
+        parent = base if proxies or pairs else variant.rsplit("-", 1)[0]
+        out[variant if not pairs else f"{variant}/{base}"] = {
             "off_kbps": off,
             "on_kbps": on,
             "median_off": stats.median_ci(off).to_json(),
@@ -91,7 +98,20 @@ if __name__ == "__main__":
     ap.add_argument(
         "--proxies", action="store_true", help="each proxy mode against no proxy, per stack"
     )
+    ap.add_argument(
+        "--pair",
+        action="append",
+        default=[],
+        metavar="ON:OFF",
+        help="a variant against another, e.g. dsr-floor:dsr-veto (repeatable; only these)",
+    )
     a = ap.parse_args()
     if not (a.results / "runs").is_dir():
         ap.error(f"{a.results}: no runs/ directory (not an experiment's results)")
-    print(json.dumps(main(a.results, a.goal, a.proxies), indent=1))
+    pairs = []
+    for p in a.pair:
+        on, sep, off = p.partition(":")
+        if not sep or not on or not off:
+            ap.error(f"--pair {p!r}: give ON:OFF, two variant names")
+        pairs.append((on, off))
+    print(json.dumps(main(a.results, a.goal, a.proxies, pairs or None), indent=1))
