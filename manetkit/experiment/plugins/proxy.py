@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit import paths
-from manetkit.daemon.statuscli import fetch_proxy
+from manetkit.jsonlines import request
 
 from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
 
@@ -102,8 +102,12 @@ def _log(lab: str, node: str) -> Path:
 
 
 def _counters(lab: str, node: str) -> dict[str, int]:
-    st = fetch_proxy(str(paths.proxy_socket(lab, node)))
-    if st is None:
+    try:  # the proxy's status socket (docs/proxy.md "Status")
+        reply = request(str(paths.proxy_socket(lab, node)), {"cmd": "status"}, timeout=2)
+    except (OSError, ValueError):
+        return {}  # no proxy answers
+    st = reply.get("status") if reply.get("ok") else None
+    if not isinstance(st, dict):
         return {}
     return {k: int(v) for k, v in st.get("counters", {}).items() if isinstance(v, int)}
 
