@@ -52,3 +52,18 @@ def test_window_counts_per_run_and_pooled_per_variant(tmp_path: Path) -> None:
     assert got["breaks"] == {"silent": 2}
     assert got["delayed_breaks"] == 2 and got["mean_delay_ms"] == 150.0
     assert json.loads((tmp_path / "veto-counts.json").read_text()) == doc
+
+
+def test_the_admissions_refusals_and_the_discoveries_are_counted_too(tmp_path: Path) -> None:
+    start = {"n1": {"link-not-admitted": 3, "admission-refused-signal": 3,
+                    "discoveries-completed": 1, "discovery-latency-ms": 500}}  # fmt: skip
+    end = {"n1": {"link-not-admitted": 10, "admission-refused-signal": 8,
+                  "admission-refused-unheard": 2, "discoveries-completed": 3,
+                  "discovery-latency-ms": 2500}}  # fmt: skip
+    _run(tmp_path, "a", "aodv-floor", True, start, end)
+    _run(tmp_path, "c", "aodv", True, {"n1": {"discoveries-completed": 1}},
+         {"n1": {"discoveries-completed": 9}})  # fmt: skip  # neither on: left out
+    got = main(tmp_path)["by_variant"]
+    assert set(got) == {"aodv-floor"}
+    assert got["aodv-floor"]["admission"] == {"refused": 7, "by_rule": {"signal": 5, "unheard": 2}}
+    assert got["aodv-floor"]["discoveries"] == 2 and got["aodv-floor"]["discovery_mean_s"] == 1.0

@@ -1,5 +1,5 @@
-"""What the false-failure veto did inside each run's window: its counters summed over
-the nodes, per run and per variant.
+"""What the false-failure veto and the neighbour admission did inside each run's window:
+their counters summed over the nodes, per run and per variant.
 
 Reads an experiment results directory whose runs kept their routing snapshots
 (``runs/<run>/snapshot-{start,end}.json.gz``, taken at the window's start and end:
@@ -8,8 +8,10 @@ veto on, the engine counters ``veto-*`` (docs/linkquality.md "The false-failure 
 at the end minus those at the start, summed over the nodes. Per variant it pools the
 runs: failures vetoed, the share after which the link carried a frame again
 (``veto-confirmed``: the veto was right), the breaks by reason, and the real breaks
-the veto held back with their mean delay. The summary is written as JSON beside the
-runs, since the snapshots themselves are not committed.
+the veto held back with their mean delay. With the admission on, also the control
+packets it refused (``link-not-admitted``) by rule (``admission-refused-*``), and the
+route discoveries completed with their mean latency. The summary is written as JSON
+beside the runs, since the snapshots themselves are not committed.
 
     python3 tools/veto_counts.py docs/results/linkq-rwp30-20ms-r2
 """
@@ -27,13 +29,18 @@ from manetkit.experiment import snapshots
 OUT = "veto-counts.json"
 
 
+KEPT = ("veto-", "admission-", "link-not-admitted", "discoveries-completed",
+        "discovery-latency-ms")  # fmt: skip
+
+
 def engine_counters(snapshot: dict[str, Any]) -> dict[str, Counter[str]]:
-    """Each node's engine counters named ``veto-*`` (peers' snapshots have none)."""
+    """Each node's engine counters of the veto, the admission and route discovery
+    (peers' snapshots have none)."""
     out: dict[str, Counter[str]] = {}
     for node, snap in snapshot["nodes"].items():
         daemon = snap.get("daemon") or {}
         counters = (daemon.get("engine") or {}).get("counters") or {}
-        out[node] = Counter({k: int(v) for k, v in counters.items() if k.startswith("veto-")})
+        out[node] = Counter({k: int(v) for k, v in counters.items() if k.startswith(KEPT)})
     return out
 
 
@@ -53,7 +60,7 @@ def derived(c: Counter[str]) -> dict[str, Any]:
     vetoed = c["veto-vetoed"]
     delayed = c["veto-delayed-breaks"]
     breaks = {k.removeprefix("veto-break-"): v for k, v in c.items() if k.startswith("veto-break-")}
-    return {
+    out: dict[str, Any] = {
         "vetoed": vetoed,
         "confirmed": c["veto-confirmed"],
         "confirmed_share": round(c["veto-confirmed"] / vetoed, 3) if vetoed else None,
@@ -61,6 +68,17 @@ def derived(c: Counter[str]) -> dict[str, Any]:
         "delayed_breaks": delayed,
         "mean_delay_ms": round(c["veto-delay-ms"] / delayed, 1) if delayed else None,
     }
+    rules = {k.removeprefix("admission-refused-"): v for k, v in c.items()
+             if k.startswith("admission-refused-")}  # fmt: skip
+    if c["link-not-admitted"] or rules:
+        out["admission"] = {
+            "refused": c["link-not-admitted"],
+            "by_rule": dict(sorted(rules.items())),
+        }
+    done = c["discoveries-completed"]
+    out["discoveries"] = done
+    out["discovery_mean_s"] = round(c["discovery-latency-ms"] / done / 1000, 3) if done else None
+    return out
 
 
 def main(results: Path) -> dict[str, Any]:
@@ -75,8 +93,8 @@ def main(results: Path) -> dict[str, Any]:
         if not run["fidelity"]["valid"] or not (start.exists() and end.exists()):
             continue
         c = window_counts(snapshots.load(start), snapshots.load(end))
-        if not c:
-            continue  # the veto was off (or the stack is a peer)
+        if not any(k.startswith(("veto-", "admission-", "link-not-admitted")) for k in c):
+            continue  # the veto and the admission were off (or the stack is a peer)
         stack = run["params"]["stack"]
         runs[run["run"]] = {"stack": stack, "seed": run["params"]["seed"], **derived(c)}
         pooled.setdefault(stack, Counter()).update(c)
