@@ -143,17 +143,23 @@ def proxy_config(
     return _merge(cfg, extra or {})
 
 
-def proxy_ready(lab: str, node: str, with_daemon: bool = True) -> bool:
-    """The node's proxy answers on its status socket and, with a daemon, has subscribed
-    to its events (so no route event of the run is missed)."""
+def proxy_status(lab: str, node: str, timeout: float = 2.0) -> dict[str, Any] | None:
+    """The node's proxy's status (docs/proxy.md "Status"), or None when none answers."""
     from manetkit.jsonlines import request
 
     try:
-        reply = request(proxy_socket(lab, node), {"cmd": "status"}, timeout=1)
+        reply = request(proxy_socket(lab, node), {"cmd": "status"}, timeout=timeout)
     except (OSError, ValueError):
-        return False
-    st = reply.get("status") or {}
-    return bool(reply.get("ok")) and (not with_daemon or bool(st.get("daemon_connected")))
+        return None
+    st = reply.get("status")
+    return st if reply.get("ok") and isinstance(st, dict) else None
+
+
+def proxy_ready(lab: str, node: str, with_daemon: bool = True) -> bool:
+    """The node's proxy answers on its status socket and, with a daemon, has subscribed
+    to its events (so no route event of the run is missed)."""
+    st = proxy_status(lab, node, timeout=1)
+    return st is not None and (not with_daemon or bool(st.get("daemon_connected")))
 
 
 def proxy_spec(

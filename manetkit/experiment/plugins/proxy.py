@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from manetkit import paths
-from manetkit.jsonlines import request
+from manetkit.lab.stacks import proxy_status
 
 from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
 
@@ -102,13 +102,7 @@ def _log(lab: str, node: str) -> Path:
 
 
 def _counters(lab: str, node: str) -> dict[str, int]:
-    try:  # the proxy's status socket (docs/proxy.md "Status")
-        reply = request(str(paths.proxy_socket(lab, node)), {"cmd": "status"}, timeout=2)
-    except (OSError, ValueError):
-        return {}  # no proxy answers
-    st = reply.get("status") if reply.get("ok") else None
-    if not isinstance(st, dict):
-        return {}
+    st = proxy_status(lab, node) or {}  # {}: no proxy answers
     return {k: int(v) for k, v in st.get("counters", {}).items() if isinstance(v, int)}
 
 

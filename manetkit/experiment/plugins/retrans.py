@@ -20,8 +20,7 @@ import subprocess
 from typing import Any
 
 from manetkit import paths
-from manetkit.jsonlines import request
-from manetkit.lab.stacks import node_address
+from manetkit.lab.stacks import node_address, proxy_status
 
 from .base import HEAD_COLUMNS, Metric, RunContext, group, mean, row_head
 
@@ -85,9 +84,10 @@ class Retrans(Metric):
             port: int | None = c.port
             if ctx.proxy != "none":
                 port, more = None, 0
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    st = request(paths.proxy_socket(ctx.lab, c.src), {"cmd": "status"}, 5)
-                    port, more = mesh_port(st["status"], peer)
+                st = proxy_status(ctx.lab, c.src, timeout=5)
+                if st is not None:
+                    with contextlib.suppress(KeyError, ValueError):
+                        port, more = mesh_port(st, peer)
                 resumes += more
             if port is None:
                 per.append({"src": c.src, "dst": c.dst, "ss": None})
