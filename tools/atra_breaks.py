@@ -30,13 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from manetkit.experiment.eventlog import node_of
-from manetkit.experiment.plugins.atra import (
-    classify_breaks,
-    from_events,
-    graph_at,
-    score,
-    snapshots,
-)
+from manetkit.experiment.plugins.atra import classify_breaks, from_events, score
+from manetkit.experiment.plugins.graph import graph_at, snapshots
 
 HORIZON_S = 4.0  # twice the 2 s look-ahead, as the plug-in
 

@@ -165,7 +165,11 @@ class Policy:
             kind = events.name_of(ev)
             if leg.state is State.FLOWING:
                 src = ev.pivot if bus else ev.src  # type: ignore[union-attr]
-                self._emit(Freeze(f"{kind} from {src or 'daemon'}"))
+                # the broken link, when the daemon names it, goes into the log line, so a
+                # run can be checked against the medium's ground truth (a false failure?)
+                link = None if bus else ev.broken_link  # type: ignore[union-attr]
+                where = f", link {link[0]}-{link[1]}" if link else ""
+                self._emit(Freeze(f"{kind} from {src or 'daemon'}{where}"))
                 self.frozen_by = kind
                 self._outage = True
                 # bus: a pivot is repairing (its ERSN is due); otherwise probe (ELFN)

@@ -276,7 +276,7 @@ class Relay:
             elif isinstance(ev, AppEof):
                 self.deliver_eof()
             elif isinstance(ev, Frozen):
-                log.info("session %s frozen: %s", s.sid_hex[:8], ev.why)
+                log.info("session %s to %s frozen: %s", s.sid_hex[:8], self.peer, ev.why)
             elif isinstance(ev, Resumed):
                 log.info("session %s resumed (%s)", s.sid_hex[:8], ev.how)
                 self.policy.resumed(self.loop.time())

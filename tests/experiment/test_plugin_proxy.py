@@ -90,6 +90,43 @@ def test_the_window_counts_only_its_own_lines_and_the_counters_that_moved(
     assert row[0]["resets"] == 3 and row[0]["frozen"] == 1 and row[0]["done"] == 5
 
 
+def test_freezes_are_checked_against_the_medium_graph() -> None:
+    """n1's session to n3: the first freeze names a link still in the graph while a path
+    exists (a false failure), the second a link that is gone, during a partition that
+    heals before the window ends without a resume."""
+    t0 = int(time.time()) + 0.5
+    graph = [
+        {"wall": t0, "edges": [["n1", "n2"], ["n2", "n3"]]},
+        {"wall": t0 + 3, "edges": [["n1", "n2"]]},
+        {"wall": t0 + 6, "edges": [["n1", "n3"]]},
+    ]
+    lines = [
+        f"{stamp(t0 - 2)} manetkit.proxy INFO session aaaaaaaa to 10.42.0.3 frozen: "
+        "route-down from 10.42.0.1",  # before the graph's first line
+        f"{stamp(t0 + 1)} manetkit.proxy INFO session d584d19b to 10.42.0.3 frozen: "
+        "route-down from 10.42.0.1, link 10.42.0.1-10.42.0.2",
+        f"{stamp(t0 + 4)} manetkit.proxy INFO session d584d19b resumed (route-up)",
+        f"{stamp(t0 + 5)} manetkit.proxy INFO session d584d19b to 10.42.0.3 frozen: "
+        "route-down from 10.42.0.1, link 10.42.0.2-10.42.0.3",
+        f"{stamp(t0 + 5.5)} manetkit.proxy INFO session 0b0b0b0b frozen: route-down from "
+        "10.42.0.1",  # an older proxy's line: no peer
+    ]
+    spans = plugin.freeze_spans(lines)
+    assert [(round(f.start - t0, 3), f.end and round(f.end - t0, 3)) for f in spans] == [
+        (-2, None), (1, 4), (5, None), (5.5, None)
+    ]  # fmt: skip
+    assert spans[1].peer == "10.42.0.3" and spans[1].link == ("10.42.0.1", "10.42.0.2")
+    assert plugin.against_graph({"n1": spans}, graph, t0 + 8) == {
+        "with_path": 1,
+        "without_path": 1,
+        "link_in_graph": 1,
+        "link_gone": 1,
+        "unchecked": 2,
+        "frozen_s_checked": 6.0,
+        "frozen_s_with_path": 4.0,
+    }
+
+
 def test_a_run_without_proxies_records_nothing(tmp_path: Path) -> None:
     m = PLUGINS["proxy"]()
     ctx = RunContext(lab="t", nodes=["n1"], stack="aodv", proxy="none", work=tmp_path)

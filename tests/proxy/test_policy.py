@@ -60,6 +60,13 @@ def test_plain_and_fixed_rto_ignore_every_route_event(mode: str) -> None:
 # --- elfn -------------------------------------------------------------------------------------
 
 
+def test_a_freeze_names_the_broken_link_when_the_daemon_does() -> None:
+    """What the proxy plug-in reads to check a freeze against the medium's ground truth."""
+    p = make("elfn")
+    p.route_event(1.0, down(src=ME, broken_link=("10.42.0.2", "10.42.0.3")), leg())
+    assert drain(p) == [pol.Freeze(f"route-down from {ME}, link 10.42.0.2-10.42.0.3")]
+
+
 def test_elfn_freezes_on_route_down_and_probes_every_interval_until_route_up() -> None:
     p = make("elfn", probe_interval=2.0)
     p.route_event(10.0, down(src=ME), leg())

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from manetkit import events as ev
-from manetkit.experiment.plugins.proxy import log_summary
+from manetkit.experiment.plugins.proxy import freeze_spans, log_summary
 from tests.proxy.httpd import body
 from tests.proxy.netlab import CLIENT_IP, SERVER_IP, Chain, sh, wait_for
 
@@ -150,6 +150,10 @@ def test_10mb_survives_a_5s_break(proxies, mode: str, tmp_path: Path) -> None:  
             raise
     if mode in ("elfn", "bus"):
         assert "frozen" in c.log(c.server) and "resumed" in c.log(c.server)
+        # the proxy plug-in reads each freeze's peer and end from these real lines
+        spans = freeze_spans(c.log(c.server).splitlines())
+        assert spans and all(f.peer is not None for f in spans), spans
+        assert any(f.end is not None and f.end >= f.start for f in spans), spans
 
 
 def test_partition_beyond_timeout_resets_the_app(proxies, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -45,6 +45,7 @@ from manetkit.daemonstatus import DaemonStatus, StatusError, fetch_status
 
 from ..eventlog import node_of
 from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
+from .graph import graph_at, snapshots
 
 LOOKAHEAD_S = 2.0  # the daemons' atra.lookahead_s default (docs/atra.md)
 COUNTERS = (
@@ -63,18 +64,6 @@ Prediction = tuple[float, str, str]  # Unix time, node, neighbour node
 # Unix time of the report, node, neighbour node, reason, Unix time the break is dated
 # (when the neighbour was last heard for a silent break, else the report's time)
 Break = tuple[float, str, str, str, float]
-Snaps = list[tuple[float, set[frozenset[str]]]]
-
-
-def snapshots(graph: list[dict[str, Any]]) -> Snaps:
-    """The ground-truth log as (Unix time, edges) per change of the graph."""
-    return [(g["wall"], {frozenset(e) for e in g["edges"]}) for g in graph]
-
-
-def graph_at(snaps: Snaps, walls: list[float], t: float) -> set[frozenset[str]] | None:
-    """The graph's edges at ``t`` (the last change at or before it); None before the log."""
-    k = bisect.bisect_right(walls, t)
-    return snaps[k - 1][1] if k else None
 
 
 def score(preds: list[Prediction], graph: list[dict[str, Any]], horizon_s: float) -> dict[str, Any]:

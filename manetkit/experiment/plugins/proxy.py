@@ -8,6 +8,12 @@ not counted), and from the proxies' log lines stamped inside the window the sess
 resumed and the seconds they stayed frozen, the mesh legs lost, and every reset by its reason (a partition timeout, an idle
 stream's, a reset from the peer, an application's, a server's): an app connection the
 proxies reset is a run's goodput lost, and the reason is what to fix.
+
+Each freeze is also checked against the medium's ground-truth graph (``freezes``): did
+the two proxies' nodes have a path when it came, was the link the daemon named still in
+the graph (a failure the medium did not decide: fading, collisions), and how many of the
+frozen seconds had a path. ELFN holds a sender for as long as a freeze lasts, so frozen
+seconds with a path are where ELFN can lose to plain TCP.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,11 +29,15 @@ from typing import Any
 from manetkit import paths
 from manetkit.lab.stacks import proxy_status
 
+from ..eventlog import node_of
 from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
+from .graph import graph_at, has_path, seconds_with_path, snapshots
 
 # manetkit.proxy.relay's log lines (the session id is the first 8 hex digits)
 _RESET = re.compile(r"session \S+ to \S+ \(\S+\) reset: (.*)$")
-_FROZEN = re.compile(r"session (\S+) frozen: ")
+# "session <id> to <peer> frozen: route-down from <src>[, link <a>-<b>]" (older proxies
+# wrote neither the peer nor the link)
+_FROZEN = re.compile(r"session (\S+)(?: to (\S+))? frozen: .*?(?:, link (\S+)-(\S+))?$")
 _RESUMED = re.compile(r"session (\S+) resumed \(")
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")  # logging's asctime
 _LEG_LOST = re.compile(r"session \S+: mesh leg to \S+ lost ")
@@ -85,6 +96,68 @@ def log_summary(lines: list[str]) -> dict[str, Any]:
     return {**out, "frozen_s": round(frozen_s, 3), "resets": dict(sorted(resets.items()))}
 
 
+@dataclass(frozen=True, slots=True)
+class FreezeSpan:
+    """One freeze in a proxy's log: Unix times, the peer proxy, the link the daemon
+    named (addresses), ``end`` None when no resume came in the window."""
+
+    start: float
+    end: float | None
+    peer: str | None
+    link: tuple[str, str] | None
+
+
+def freeze_spans(lines: list[str]) -> list[FreezeSpan]:
+    """The freezes in a proxy's log lines, each to the same session's resume."""
+    open_: dict[str, tuple[float, str | None, tuple[str, str] | None]] = {}
+    spans: list[FreezeSpan] = []
+    for line in lines:
+        t = _stamp(line)
+        if t is None:
+            continue
+        if m := _FROZEN.search(line):
+            link = (m.group(3), m.group(4)) if m.group(3) else None
+            open_.setdefault(m.group(1), (t, m.group(2), link))
+        elif (m := _RESUMED.search(line)) and m.group(1) in open_:
+            t0, peer, link = open_.pop(m.group(1))
+            spans.append(FreezeSpan(t0, t, peer, link))
+    spans += [FreezeSpan(t0, None, peer, link) for t0, peer, link in open_.values()]
+    return sorted(spans, key=lambda f: f.start)
+
+
+def against_graph(
+    spans: dict[str, list[FreezeSpan]], graph: list[dict[str, Any]], end: float
+) -> dict[str, Any]:
+    """Each node's freezes checked against the medium's graph (docs/elfn-bus.md): at the
+    freeze, did the node and its peer have a path (``with_path`` / ``without_path``)
+    and was the link the daemon named still an edge (``link_in_graph``: a false failure
+    as the medium sees it, ``link_gone``); and the seconds frozen while a path existed,
+    up to the resume or ``end`` (``frozen_s_with_path``, of ``frozen_s_checked``).
+    Freezes before the log's first line or without a peer are ``unchecked``."""
+    snaps = snapshots(graph)
+    walls = [w for w, _ in snaps]
+    out: dict[str, Any] = {"with_path": 0, "without_path": 0, "link_in_graph": 0,
+                           "link_gone": 0, "unchecked": 0, "frozen_s_checked": 0.0,
+                           "frozen_s_with_path": 0.0}  # fmt: skip
+    for node, mine in spans.items():
+        for f in mine:
+            edges = graph_at(snaps, walls, f.start)
+            if edges is None or f.peer is None:
+                out["unchecked"] += 1
+                continue
+            peer = node_of(f.peer)
+            out["with_path" if has_path(edges, node, peer) else "without_path"] += 1
+            if f.link is not None:
+                a, b = (node_of(x) for x in f.link)
+                out["link_in_graph" if frozenset((a, b)) in edges else "link_gone"] += 1
+            t1 = min(f.end if f.end is not None else end, end)
+            out["frozen_s_checked"] += max(t1 - f.start, 0.0)
+            out["frozen_s_with_path"] += seconds_with_path(snaps, walls, node, peer, f.start, t1)
+    for k in ("frozen_s_checked", "frozen_s_with_path"):
+        out[k] = round(out[k], 3)
+    return out
+
+
 def merge(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """:func:`log_summary` of several proxies, summed."""
     out: dict[str, Any] = {"frozen": 0, "resumed": 0, "legs_lost": 0, "frozen_s": 0.0}
@@ -114,6 +187,10 @@ def _row_cells(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "frozen": sum(lg.get("frozen", 0) for lg in logs),
         "frozen_s": round(sum(lg.get("frozen_s", 0.0) for lg in logs), 1),
         "legs_lost": sum(lg.get("legs_lost", 0) for lg in logs),
+        "false_links": sum(p.get("freezes", {}).get("link_in_graph", 0) for p in parts),
+        "frozen_s_path": round(
+            sum(p.get("freezes", {}).get("frozen_s_with_path", 0.0) for p in parts), 1
+        ),
         "done": sum(p.get("counters", {}).get("done", 0) for p in parts),
         "peer_busy": sum(p.get("counters", {}).get("peer_busy", 0) for p in parts),
     }
@@ -125,11 +202,15 @@ class Proxy(Metric):
     note = (
         "Summed over the nodes and the runs of a row, in the window: app connections the "
         "proxies reset and those closed cleanly, sessions frozen (route failures) and "
-        "the seconds they stayed frozen, mesh "
+        "the seconds they stayed frozen; of the freezes, those whose broken link was "
+        "still in the medium's graph (a false failure as the medium sees it) and the "
+        "seconds frozen while the two ends had a path in it; mesh "
         "legs lost, BUSY answers taken. Each run's JSON has the resets by reason."
     )
     columns = [*HEAD_COLUMNS, ("resets", "resets", "d"), ("done", "done", "d"),
                ("frozen", "frozen", "d"), ("frozen s", "frozen_s", ".1f"),
+               ("link in graph", "false_links", "d"),
+               ("frozen s, path", "frozen_s_path", ".1f"),
                ("legs lost", "legs_lost", "d"),
                ("busy", "peer_busy", "d")]  # fmt: skip
 
@@ -139,6 +220,7 @@ class Proxy(Metric):
         self.offsets: dict[str, int] = {}
         self.lines: dict[str, list[str]] = {}
         self.opened = 0.0
+        self.end = 0.0
 
     def before(self, ctx: RunContext) -> None:
         if ctx.proxy == "none":
@@ -158,7 +240,7 @@ class Proxy(Metric):
             return
         if not self.c1:  # the closing hook did not run (a traffic that ended early)
             self.c1 = {n: _counters(ctx.lab, n) for n in ctx.nodes}
-        end = ctx.window[1] if ctx.window is not None else time.time()
+        end = self.end = ctx.window[1] if ctx.window is not None else time.time()
         for n in ctx.nodes:
             log = _log(ctx.lab, n)
             if log.exists():
@@ -182,6 +264,9 @@ class Proxy(Metric):
             "answered": sum(1 for n, c in self.c1.items() if c and self.c0.get(n)),
             "counters": {k: v for k, v in sorted(delta.items()) if v},
             "log": merge([log_summary(lines) for lines in self.lines.values()]),
+            "freezes": against_graph(
+                {n: freeze_spans(lines) for n, lines in self.lines.items()}, graph, self.end
+            ),
         }
 
     @classmethod
