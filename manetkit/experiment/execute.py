@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -242,6 +243,14 @@ def _converge(
     return got.to_json()
 
 
+def _save_logs(lab: str, work: Path) -> None:
+    """The lab's logs (every daemon's, proxy's and radio's, the medium's, the ground
+    truth) into the run's work directory before the lab goes: a rare event in one run
+    (a reset nobody could reproduce) can then be read with ``--keep-work``."""
+    with contextlib.suppress(OSError):
+        shutil.copytree(paths.logs_dir(lab), work / "logs", dirs_exist_ok=True)
+
+
 def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
     """Make ``run``; its JSON document (``status: ok``). Raises on a failed lab."""
     traffic = spec.traffic(run.traffic)
@@ -350,6 +359,7 @@ def run_one(spec: Spec, run: Run, work: Path) -> dict[str, Any]:
         bulk.stop(flows)
         background.stop(cbr)
         procs.stop_all(started, grace=5)
+        _save_logs(lab, work)
         nodes.down(lab)
     if flapper is not None:
         doc["link_flap"] = flapper.record()
