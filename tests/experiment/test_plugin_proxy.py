@@ -91,9 +91,10 @@ def test_the_window_counts_only_its_own_lines_and_the_counters_that_moved(
 
 
 def test_freezes_are_checked_against_the_medium_graph() -> None:
-    """n1's session to n3: the first freeze names a link still in the graph while a path
-    exists (a false failure), the second a link that is gone, during a partition that
-    heals before the window ends without a resume."""
+    """n1's sessions to n3: the first freeze names a link the graph held all along while
+    a path exists (a failure the medium did not decide); the second a link that is gone,
+    during a partition that heals before the window ends without a resume; the third a
+    link that came back a second before it, and the session is reset."""
     t0 = int(time.time()) + 0.5
     graph = [
         {"wall": t0, "edges": [["n1", "n2"], ["n2", "n3"]]},
@@ -110,20 +111,28 @@ def test_freezes_are_checked_against_the_medium_graph() -> None:
         "route-down from 10.42.0.1, link 10.42.0.2-10.42.0.3",
         f"{stamp(t0 + 5.5)} manetkit.proxy INFO session 0b0b0b0b frozen: route-down from "
         "10.42.0.1",  # an older proxy's line: no peer
+        f"{stamp(t0 + 7)} manetkit.proxy INFO session cccccccc to 10.42.0.3 frozen: "
+        "route-down from 10.42.0.1, link 10.42.0.1-10.42.0.3",
+        f"{stamp(t0 + 7.5)} manetkit.proxy WARNING session cccccccc to 10.42.0.3 (elfn) "
+        "reset: partition timeout: no word from the peer for 30.0s (state frozen)",
+        f"{stamp(t0 + 7.75)} manetkit.proxy INFO session aaaaaaaa done",
     ]
     spans = plugin.freeze_spans(lines)
-    assert [(round(f.start - t0, 3), f.end and round(f.end - t0, 3)) for f in spans] == [
-        (-2, None), (1, 4), (5, None), (5.5, None)
+    assert [(round(f.start - t0, 3), f.end and round(f.end - t0, 3), f.how) for f in spans] == [
+        (-2, 7.75, "closed"), (1, 4, "resumed"), (5, None, "open"), (5.5, None, "open"),
+        (7, 7.5, "reset"),
     ]  # fmt: skip
     assert spans[1].peer == "10.42.0.3" and spans[1].link == ("10.42.0.1", "10.42.0.2")
     assert plugin.against_graph({"n1": spans}, graph, t0 + 8) == {
-        "with_path": 1,
+        "with_path": 2,
         "without_path": 1,
         "link_in_graph": 1,
+        "link_returned": 1,
         "link_gone": 1,
         "unchecked": 2,
-        "frozen_s_checked": 6.0,
-        "frozen_s_with_path": 4.0,
+        "frozen_s_checked": 6.5,
+        "frozen_s_with_path": 4.5,
+        "ended": {"open": 1, "reset": 1, "resumed": 1},
     }
 
 

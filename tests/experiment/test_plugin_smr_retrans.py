@@ -277,9 +277,15 @@ def test_the_sender_comes_back_after_no_route_and_a_partition_reset(tmp_path: Pa
         still queued too (and a connection not yet accepted), so the unread Recv-Q is
         taken off: a stop right after the wait must not race the receiver's read."""
         ss = sh("ss", "-Htin", "state", "established", f"sport = :{port}", ns=chain.server)
-        conns = re.findall(rf"^(\d+)\s+\d+\s+\S+:{port}\s+\S+:(\d+)", ss.stdout, re.M)
-        got = [int(m) for m in re.findall(r"bytes_received:(\d+)", ss.stdout)]
-        return {int(p): n - int(q) for (q, p), n in zip(conns, got, strict=False)}
+        read: dict[int, int] = {}
+        conn = None  # each connection's line, then its info line (no bytes_received: 0)
+        for line in ss.stdout.splitlines():
+            if m := re.match(rf"(\d+)\s+\d+\s+\S+:{port}\s+\S+:(\d+)", line):
+                conn = int(m.group(2))
+                read[conn] = -int(m.group(1))
+            elif conn is not None and (b := re.search(r"bytes_received:(\d+)", line)):
+                read[conn] += int(b.group(1))
+        return read
 
     try:
         chain.up()

@@ -18,6 +18,7 @@ seconds with a path are where ELFN can lose to plain TCP.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from manetkit.lab.stacks import proxy_status
 
 from ..eventlog import node_of
 from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
-from .graph import graph_at, has_path, seconds_with_path, snapshots
+from .graph import Snaps, graph_at, has_path, seconds_with_path, snapshots
 
 # manetkit.proxy.relay's log lines (the session id is the first 8 hex digits)
 _RESET = re.compile(r"session \S+ to \S+ \(\S+\) reset: (.*)$")
@@ -41,6 +42,11 @@ _FROZEN = re.compile(r"session (\S+)(?: to (\S+))? frozen: .*?(?:, link (\S+)-(\
 _RESUMED = re.compile(r"session (\S+) resumed \(")
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")  # logging's asctime
 _LEG_LOST = re.compile(r"session \S+: mesh leg to \S+ lost ")
+_ENDED = re.compile(r"session (\S+)(?: to \S+ \(\S+\) reset: | done$)")  # reset or clean close
+# link sensing's delay: a neighbour gone silent is reported some seconds after it was
+# last heard, so a named link counts as one the medium did not break only when it was
+# in the graph for this long before the freeze as well
+LINK_LOOKBACK_S = 3.0
 
 
 def reset_reason(text: str) -> str:
@@ -99,16 +105,19 @@ def log_summary(lines: list[str]) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class FreezeSpan:
     """One freeze in a proxy's log: Unix times, the peer proxy, the link the daemon
-    named (addresses), ``end`` None when no resume came in the window."""
+    named (addresses), and how it ended: ``resumed``, ``reset`` or ``closed`` at
+    ``end``, or ``open`` (``end`` None: still frozen when the window closed)."""
 
     start: float
     end: float | None
     peer: str | None
     link: tuple[str, str] | None
+    how: str = "open"
 
 
 def freeze_spans(lines: list[str]) -> list[FreezeSpan]:
-    """The freezes in a proxy's log lines, each to the same session's resume."""
+    """The freezes in a proxy's log lines, each to the same session's resume, reset or
+    clean close."""
     open_: dict[str, tuple[float, str | None, tuple[str, str] | None]] = {}
     spans: list[FreezeSpan] = []
     for line in lines:
@@ -118,44 +127,69 @@ def freeze_spans(lines: list[str]) -> list[FreezeSpan]:
         if m := _FROZEN.search(line):
             link = (m.group(3), m.group(4)) if m.group(3) else None
             open_.setdefault(m.group(1), (t, m.group(2), link))
-        elif (m := _RESUMED.search(line)) and m.group(1) in open_:
+            continue
+        if m := _RESUMED.search(line):
+            how = "resumed"
+        elif m := _ENDED.search(line):
+            how = "closed" if line.endswith(" done") else "reset"
+        else:
+            continue
+        if m.group(1) in open_:
             t0, peer, link = open_.pop(m.group(1))
-            spans.append(FreezeSpan(t0, t, peer, link))
+            spans.append(FreezeSpan(t0, t, peer, link, how))
     spans += [FreezeSpan(t0, None, peer, link) for t0, peer, link in open_.values()]
     return sorted(spans, key=lambda f: f.start)
+
+
+def _steady(snaps: Snaps, walls: list[float], edge: frozenset[str], t0: float, t1: float) -> bool:
+    """``edge`` in the graph all through [t0, t1] (as far as the log goes back)."""
+    k = max(bisect.bisect_right(walls, t0) - 1, 0)
+    return all(edge in es for w, es in snaps[k:] if w <= t1)
 
 
 def against_graph(
     spans: dict[str, list[FreezeSpan]], graph: list[dict[str, Any]], end: float
 ) -> dict[str, Any]:
-    """Each node's freezes checked against the medium's graph (docs/elfn-bus.md): at the
-    freeze, did the node and its peer have a path (``with_path`` / ``without_path``)
-    and was the link the daemon named still an edge (``link_in_graph``: a false failure
-    as the medium sees it, ``link_gone``); and the seconds frozen while a path existed,
-    up to the resume or ``end`` (``frozen_s_with_path``, of ``frozen_s_checked``).
-    Freezes before the log's first line or without a peer are ``unchecked``."""
+    """Each node's freezes checked against the medium's graph (docs/elfn-bus.md).
+
+    At the freeze: did the node and its peer have a path (``with_path`` /
+    ``without_path``); was the link the daemon named still an edge (``link_gone``
+    when not), and had it been one for ``LINK_LOOKBACK_S`` before as well
+    (``link_in_graph``: a failure the medium's rule did not decide, fading or
+    collisions) or had it left and come back in that time (``link_returned``).
+    How the freezes ended (``ended``: resumed, reset, closed, open at the window's
+    end), and the seconds frozen up to that end or the window's (``frozen_s_checked``),
+    of which the two ends had a path (``frozen_s_with_path``). Freezes before the
+    log's first line or without a peer are ``unchecked``."""
     snaps = snapshots(graph)
     walls = [w for w, _ in snaps]
     out: dict[str, Any] = {"with_path": 0, "without_path": 0, "link_in_graph": 0,
-                           "link_gone": 0, "unchecked": 0, "frozen_s_checked": 0.0,
-                           "frozen_s_with_path": 0.0}  # fmt: skip
+                           "link_returned": 0, "link_gone": 0, "unchecked": 0,
+                           "frozen_s_checked": 0.0, "frozen_s_with_path": 0.0}  # fmt: skip
+    ended: Counter[str] = Counter()
     for node, mine in spans.items():
         for f in mine:
             edges = graph_at(snaps, walls, f.start)
             if edges is None or f.peer is None:
                 out["unchecked"] += 1
                 continue
+            ended[f.how] += 1
             peer = node_of(f.peer)
             out["with_path" if has_path(edges, node, peer) else "without_path"] += 1
             if f.link is not None:
-                a, b = (node_of(x) for x in f.link)
-                out["link_in_graph" if frozenset((a, b)) in edges else "link_gone"] += 1
+                edge = frozenset(node_of(x) for x in f.link)
+                if edge not in edges:
+                    out["link_gone"] += 1
+                elif _steady(snaps, walls, edge, f.start - LINK_LOOKBACK_S, f.start):
+                    out["link_in_graph"] += 1
+                else:
+                    out["link_returned"] += 1
             t1 = min(f.end if f.end is not None else end, end)
             out["frozen_s_checked"] += max(t1 - f.start, 0.0)
             out["frozen_s_with_path"] += seconds_with_path(snaps, walls, node, peer, f.start, t1)
     for k in ("frozen_s_checked", "frozen_s_with_path"):
         out[k] = round(out[k], 3)
-    return out
+    return {**out, "ended": dict(sorted(ended.items()))}
 
 
 def merge(summaries: list[dict[str, Any]]) -> dict[str, Any]:
