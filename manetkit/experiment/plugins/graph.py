@@ -26,6 +26,12 @@ def graph_at(snaps: Snaps, walls: list[float], t: float) -> set[frozenset[str]] 
     return snaps[k - 1][1] if k else None
 
 
+def edge_held(snaps: Snaps, walls: list[float], edge: frozenset[str], t0: float, t1: float) -> bool:
+    """``edge`` in the graph all through [t0, t1] (as far back as the log goes)."""
+    k = max(bisect.bisect_right(walls, t0) - 1, 0)
+    return all(edge in es for w, es in snaps[k:] if w <= t1)
+
+
 def has_path(edges: set[frozenset[str]], a: str, b: str) -> bool:
     return bfs_hops((tuple(e) for e in edges), a, b) is not None
 

@@ -18,7 +18,6 @@ seconds with a path are where ELFN can lose to plain TCP.
 
 from __future__ import annotations
 
-import bisect
 import re
 import time
 from collections import Counter
@@ -32,7 +31,7 @@ from manetkit.lab.stacks import proxy_status
 
 from ..eventlog import node_of
 from .base import HEAD_COLUMNS, Metric, RunContext, part_rows
-from .graph import Snaps, graph_at, has_path, seconds_with_path, snapshots
+from .graph import edge_held, graph_at, has_path, seconds_with_path, snapshots
 
 # manetkit.proxy.relay's log lines (the session id is the first 8 hex digits)
 _RESET = re.compile(r"session \S+ to \S+ \(\S+\) reset: (.*)$")
@@ -82,23 +81,18 @@ def log_summary(lines: list[str]) -> dict[str, Any]:
     ended or the window did)."""
     resets: Counter[str] = Counter()
     out = {"frozen": 0, "resumed": 0, "legs_lost": 0}
-    since: dict[str, float] = {}
-    frozen_s = 0.0
     for line in lines:
         if m := _RESET.search(line):
             resets[reset_reason(m.group(1))] += 1
-        elif m := _FROZEN.search(line):
+        elif _FROZEN.search(line):
             out["frozen"] += 1
-            t = _stamp(line)
-            if t is not None:
-                since.setdefault(m.group(1), t)
-        elif m := _RESUMED.search(line):
+        elif _RESUMED.search(line):
             out["resumed"] += 1
-            t, t0 = _stamp(line), since.pop(m.group(1), None)
-            if t is not None and t0 is not None:
-                frozen_s += t - t0
         elif _LEG_LOST.search(line):
             out["legs_lost"] += 1
+    frozen_s = sum(
+        f.end - f.start for f in freeze_spans(lines) if f.end is not None and f.how == "resumed"
+    )
     return {**out, "frozen_s": round(frozen_s, 3), "resets": dict(sorted(resets.items()))}
 
 
@@ -141,12 +135,6 @@ def freeze_spans(lines: list[str]) -> list[FreezeSpan]:
     return sorted(spans, key=lambda f: f.start)
 
 
-def _steady(snaps: Snaps, walls: list[float], edge: frozenset[str], t0: float, t1: float) -> bool:
-    """``edge`` in the graph all through [t0, t1] (as far as the log goes back)."""
-    k = max(bisect.bisect_right(walls, t0) - 1, 0)
-    return all(edge in es for w, es in snaps[k:] if w <= t1)
-
-
 def against_graph(
     spans: dict[str, list[FreezeSpan]], graph: list[dict[str, Any]], end: float
 ) -> dict[str, Any]:
@@ -180,7 +168,7 @@ def against_graph(
                 edge = frozenset(node_of(x) for x in f.link)
                 if edge not in edges:
                     out["link_gone"] += 1
-                elif _steady(snaps, walls, edge, f.start - LINK_LOOKBACK_S, f.start):
+                elif edge_held(snaps, walls, edge, f.start - LINK_LOOKBACK_S, f.start):
                     out["link_in_graph"] += 1
                 else:
                     out["link_returned"] += 1
