@@ -156,7 +156,7 @@ class SessionConfig:
     # keepalive.
     ack_delay: float = 1.0
     keepalive: float = 1.0  # an ACK at least this often, so a live peer is never silent
-    partition_timeout: float = 30.0  # reset after this long without a word from the peer
+    partition_timeout: float = 120.0  # reset after this long without a word from the peer
     # ... unless the stream was idle when the silence began: an idle TCP connection rides
     # out any outage (it sends nothing), so an idle session waits this long instead
     idle_timeout: float = 900.0
