@@ -20,6 +20,10 @@ rate defaults to the scenario's (the profile's data rate). Its radio and propaga
 in the paper's ns-2 runs; ``--set`` overrides fields as for ``lab up``. The lab is then the kernel forwards over ``radio0`` with static routes
 (plain ``ip route``), so the numbers measure the medium, not a routing daemon. iperf3 then
 runs from n1 to n(i+1) for i = 1..N. The lab is always brought down.
+
+TCP's congestion control is set in every node (``--congestion-control``, CUBIC by
+default, as ``manetkit experiment`` runs; a new namespace would otherwise take the host's
+default, BBR on some machines), so a table made here is the T_i of the runs it divides.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from rich.table import Table
 from manetkit import paths, procs
 from manetkit.bench import report
 from manetkit.errors import UserError
-from manetkit.lab import netns, nodes, scenario
+from manetkit.lab import netns, nodes, scenario, tcpcc
 from manetkit.lab.build import phy_profile_from_scenario
 from manetkit.lab.medium import protocol
 from manetkit.lab.medium.channel import usable_distance_m
@@ -199,6 +203,7 @@ def measure(
     spacing_m: float,
     base: Path | None = None,
     overrides: dict[str, str] | None = None,
+    cc: str = "cubic",
 ) -> dict:
     hosts = max_hops + 1
     lab = f"bch{os.getpid() % 100000}"
@@ -211,6 +216,7 @@ def measure(
         try:
             nodes.up(scen_path, name=lab)
             configure_chain(lab, hosts)
+            tcp = tcpcc.set_lab(lab, [f"n{k}" for k in range(1, hosts + 1)], cc)
             tput = []
             for i in range(1, max_hops + 1):
                 bps = iperf_tcp(lab, 1, i + 1, duration)
@@ -228,6 +234,7 @@ def measure(
         "radio": radio.model_dump(),
         "spacing_m": spacing_m,
         "duration_s": duration,
+        "tcp": tcp,
         "hops": list(range(1, max_hops + 1)),
         "throughput_bps": [round(t) for t in tput],
         "ratios": [round(r, 4) for r in ratios],
@@ -281,14 +288,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--duration must be > 0 seconds")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = measure(
-        args.max_hops,
-        args.duration,
-        args.rate,
-        args.spacing,
-        Path(args.scenario) if args.scenario else None,
-        scenario.parse_set_args(args.set),
-    )
+    tcpcc.require([args.congestion_control])
+    with tcpcc.allowing([args.congestion_control]):
+        result = measure(
+            args.max_hops,
+            args.duration,
+            args.rate,
+            args.spacing,
+            Path(args.scenario) if args.scenario else None,
+            scenario.parse_set_args(args.set),
+            args.congestion_control,
+        )
     plot(result, out / "chain.png")
     print_table(result)
     report.write(out, "chain", result)
@@ -312,6 +322,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
         help="take radio/propagation from this scenario (default: the shipped chain-N.yaml)",
+    )
+    parser.add_argument(
+        "--congestion-control",
+        default="cubic",
+        help="TCP congestion control in every node, one the kernel has (cubic: what "
+        "manetkit experiment runs by default; reno: the papers')",
     )
     parser.add_argument(
         "--set",

@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spec(args: argparse.Namespace) -> int:
     from manetkit.bench import labrun
-    from manetkit.experiment import execute, runner, tcpcc, wrk
+    from manetkit.experiment import execute, runner, wrk
     from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
+    from manetkit.lab import tcpcc
 
     spec_file = Path(args.target)
     spec = load_spec(spec_file)

@@ -4,7 +4,7 @@ The lab is the spec's scenario with ``stack``, ``proxy``, ``seed`` and (random w
 ``mobility.speed`` set as ``lab up --set`` would, plus the spec's ``set:``. Once it is up:
 
 1. the run's TCP congestion control is set in every node's namespace and read back
-   (:mod:`~manetkit.experiment.tcpcc`);
+   (:mod:`~manetkit.lab.tcpcc`);
 2. the warm-up waits until the stack has a route for every pair of the traffic, or the
    cap (:mod:`~manetkit.experiment.convergence`), then until medium time ``warmup_s``:
    the window opens at the same medium time in every stack (the same movement in every
@@ -47,7 +47,6 @@ from manetkit.experiment import (
     rateuse,
     snapshots,
     stream,
-    tcpcc,
     web,
     wrk,
 )
@@ -73,7 +72,7 @@ from manetkit.experiment.spec import (
     proxy_extra,
     throughput_table,
 )
-from manetkit.lab import fidelity, nodes
+from manetkit.lab import fidelity, nodes, tcpcc
 from manetkit.lab.medium.groundtruth import read_log
 from manetkit.lab.scenario import RandomWaypointMobility, load_scenario
 from manetkit.lab.stacks import node_address

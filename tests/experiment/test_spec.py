@@ -244,7 +244,7 @@ def test_every_peer_profile_is_a_stack_variant_and_the_bare_peer_is_the_operator
 
 
 def test_a_kernel_without_the_algorithm_is_refused_naming_it():
-    from manetkit.experiment import tcpcc
+    from manetkit.lab import tcpcc
 
     loaded: list[str] = []
     have = {"reno", "cubic"}
@@ -257,7 +257,7 @@ def test_a_kernel_without_the_algorithm_is_refused_naming_it():
 
 
 def test_the_hosts_allowed_list_is_widened_for_the_matrix_and_put_back(tmp_path):
-    from manetkit.experiment import tcpcc
+    from manetkit.lab import tcpcc
 
     allowed = tmp_path / "tcp_allowed_congestion_control"
     allowed.write_text("reno bbr\n")  # a host whose default is BBR: cubic is restricted
@@ -276,7 +276,7 @@ def test_the_hosts_allowed_list_is_widened_for_the_matrix_and_put_back(tmp_path)
 def test_overlapping_matrices_keep_what_the_other_still_needs(tmp_path):
     """The first matrix to end must not take cubic away from one still running (its
     runs failed with EPERM when each put back the list it had found)."""
-    from manetkit.experiment import tcpcc
+    from manetkit.lab import tcpcc
 
     allowed = tmp_path / "tcp_allowed_congestion_control"
     allowed.write_text("reno bbr\n")
@@ -294,7 +294,7 @@ def test_a_killed_matrixs_widening_is_undone_by_the_next(tmp_path):
     """A matrix killed with -9 leaves its holder file (no longer locked: its process is
     gone) and the widened list; the next one drops the dead holder and puts the host's
     list back when it ends."""
-    from manetkit.experiment import tcpcc
+    from manetkit.lab import tcpcc
 
     allowed = tmp_path / "tcp_allowed_congestion_control"
     state = tmp_path / "state"

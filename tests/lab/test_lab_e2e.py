@@ -331,6 +331,8 @@ def test_bench_chain_smoke(rundir, tmp_path):
     assert "T_i/T_1" in p.stdout
     result = json.loads((out / "chain.json").read_text())
     assert result["hops"] == [1, 2] and result["rate_bps"] == 2_000_000
+    # CUBIC in every node by default (as experiments run), whatever the host's default is
+    assert result["tcp"] == {"congestion_control": "cubic", "nodes": 3, "read_back": {"cubic": 3}}
     t1, t2 = result["throughput_bps"]
     assert 0.5e6 < t1 < 2e6  # a 2 Mbit/s channel carries TCP at well under 2 Mbit/s
     assert t2 < 0.8 * t1  # two hops share the channel

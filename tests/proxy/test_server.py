@@ -324,7 +324,9 @@ def test_an_idle_session_its_peer_gave_up_frees_its_slot_once_the_peer_is_back(
     before the grace it is answered BUSY (a returning initiator resumes within it)."""
 
     async def main() -> None:
-        p = Proxy(parse_config({"daemon_socket": None, "max_peer_sessions": 2, "partition_timeout": 30}))
+        p = Proxy(
+            parse_config({"daemon_socket": None, "max_peer_sessions": 2, "partition_timeout": 30})
+        )
         clock = [1000.0]
         monkeypatch.setattr(p.loop, "time", lambda: clock[0])
 
