@@ -13,7 +13,9 @@ measured / expected, their median with a percentile bootstrap 95 % interval
 (manetkit/experiment/stats.py), and whether the interval's lower end clears ``--goal``
 (0.8 by default: ">= 80 % of expected at 20 m/s"). Only one-flow bulk runs are scored.
 A chain measured on another profile or at another data rate than a run's scenario is
-refused (measured / expected would compare a run with another world's ceiling).
+refused (measured / expected would compare a run with another world's ceiling); the
+chain's rate control and spacing are printed with the scores, since on a rate-adaptive
+profile T_i depends on how long the chain's hops are (docs/experiments.md).
 
     manetkit bench chain --scenario configs/scenarios/rwp-30-outdoor.yaml --max-hops 7 \\
         --duration 30 --out docs/results/chain-outdoor-11b
@@ -102,7 +104,12 @@ def main(
             got = rescore(doc, table)
             if got is not None:
                 by.setdefault(key, []).append(got["measured_over_expected"])
-    out: dict[str, Any] = {"chain_kbps": table, "goal": goal}
+    radio = doc_chain.get("radio") or {}
+    out: dict[str, Any] = {
+        "chain": {"kbps": table, "profile": chain_profile, "rate_mbps": chain_rate,
+                  "rate_control": radio.get("rate_control"), "spacing_m": doc_chain.get("spacing_m")},
+        "goal": goal,
+    }  # fmt: skip
     for key, fracs in sorted(by.items()):
         ci = stats.median_ci(fracs)
         out[key] = {
