@@ -13,7 +13,9 @@
   veth route): iperf3 directly, then through a proxy pair. Goal: >= 500 Mbit/s through
   the proxy pair.
 
-``--parts lab,fast`` picks which; JSON in ``OUT/proxy.json``.
+``--parts lab,fast`` picks which; JSON in ``OUT/proxy.json``. TCP's congestion control
+is set in every namespace (``--congestion-control``, CUBIC by default: what laptops and
+``manetkit experiment`` run, not the host's default) and recorded.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from manetkit.bench import labrun, proxy_channel, report, stream
 from manetkit.console import console
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
-from manetkit.lab import netns, nodes
+from manetkit.lab import netns, nodes, tcpcc
 from manetkit.lab.inventory import find_processes
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 from manetkit.paths import netns_name
@@ -168,6 +170,7 @@ def bench_lab(args: argparse.Namespace, work: Path, hops: int) -> dict:
     nodes.down(lab)
     try:
         nodes.up(SHIPPED_SCENARIOS / f"chain-{hops + 1}.yaml", name=lab, overrides=overrides)
+        tcp = tcpcc.set_lab(lab, [f"n{k}" for k in range(1, hops + 2)], args.congestion_control)
         current: str | None = None
         for i in range(args.rounds):
             for v in variants:
@@ -180,7 +183,7 @@ def bench_lab(args: argparse.Namespace, work: Path, hops: int) -> dict:
                 )
     finally:
         nodes.down(lab)
-    out: dict = {"hops": hops, "rate_mbps": args.rate, "seconds_each": args.seconds}
+    out: dict = {"hops": hops, "rate_mbps": args.rate, "seconds_each": args.seconds, "tcp": tcp}
     base = _mean(results.get("plain", []), "kbps")
     for v, runs in results.items():
         mean = _mean(runs, "kbps")
@@ -273,6 +276,7 @@ def bench_fast(args: argparse.Namespace, work: Path) -> dict:
         for ns, ip in ((client, a), (server, b)):
             _sh("ip", "addr", "add", f"{ip}/24", "dev", "v0", ns=ns)
             _sh("ip", "link", "set", "v0", "up", ns=ns)
+        tcp = tcpcc.set_namespaces([client, server], args.congestion_control)
         started.append(
             subprocess.Popen(
                 ["ip", "netns", "exec", server, "iperf3", "-s", "-B", b],
@@ -299,6 +303,7 @@ def bench_fast(args: argparse.Namespace, work: Path) -> dict:
             _sh("ip", "netns", "del", ns, check=False)
     return {
         "mode": args.fast_mode,
+        "tcp": tcp,
         "seconds": args.fast_seconds,
         "direct_mbps": round(direct, 1),
         "proxy_pair_mbps": round(through, 1),
@@ -328,9 +333,14 @@ def run(args: argparse.Namespace) -> int:
             variant_config(v, Path("."))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    doc: dict = {"bench": "proxy"}
+    doc: dict = {"bench": "proxy", "congestion_control": args.congestion_control}
     ok = True
-    with tempfile.TemporaryDirectory(prefix="mk-bench-proxy-") as tmp, labrun.term_as_interrupt():
+    tcpcc.require([args.congestion_control])
+    with (
+        tempfile.TemporaryDirectory(prefix="mk-bench-proxy-") as tmp,
+        labrun.term_as_interrupt(),
+        tcpcc.allowing([args.congestion_control]),
+    ):
         work = Path(tmp)
         if "channel" in parts:
             console.print(f"channel: {args.channel_mb} MB through two sessions in process ...")
@@ -407,6 +417,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--channel-mb", type=int, default=64, help="channel: MB through the sessions (64)"
     )
     parser.add_argument("--rate", type=float, default=2.0, help="lab radio Mbit/s (2)")
+    parser.add_argument(
+        "--congestion-control",
+        default="cubic",
+        help="TCP congestion control in every namespace, one the kernel has (cubic)",
+    )
     parser.add_argument(
         "--hops", default="3", help="lab: chain lengths in hops, one lab each (3; e.g. 1,3)"
     )

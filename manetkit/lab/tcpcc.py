@@ -149,12 +149,17 @@ def allowing(
 def set_lab(lab: str, nodes: list[str], cc: str) -> dict[str, Any]:
     """Set ``cc`` in every node's namespace and read it back: ``{"congestion_control",
     "nodes", "read_back": {algorithm: nodes}}``; raises when a node refused it."""
-    script = f"sysctl -q -w {SYSCTL}={cc} && sysctl -n {SYSCTL}"  # cc: the spec's checked name
+    return set_namespaces([paths.netns_name(lab, n) for n in nodes], cc, lab)
+
+
+def set_namespaces(names: list[str], cc: str, what: str = "the namespaces") -> dict[str, Any]:
+    """:func:`set_lab` for namespaces by their own names (a bench's bare pair)."""
+    script = f"sysctl -q -w {SYSCTL}={cc} && sysctl -n {SYSCTL}"  # cc: a checked name
     seen: dict[str, int] = {}
-    for n in nodes:
-        got = netns.run(paths.netns_name(lab, n), ["sh", "-c", script], check=False)
+    for ns in names:
+        got = netns.run(ns, ["sh", "-c", script], check=False)
         name = got.stdout.strip() or f"refused: {got.stderr.strip()}"
         seen[name] = seen.get(name, 0) + 1
     if set(seen) != {cc}:
-        raise RuntimeError(f"{SYSCTL} = {cc} did not hold in every node of {lab}: {seen}")
-    return {"congestion_control": cc, "nodes": len(nodes), "read_back": seen}
+        raise RuntimeError(f"{SYSCTL} = {cc} did not hold in every node of {what}: {seen}")
+    return {"congestion_control": cc, "nodes": len(names), "read_back": seen}

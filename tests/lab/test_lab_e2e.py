@@ -338,3 +338,17 @@ def test_bench_chain_smoke(rundir, tmp_path):
     assert t2 < 0.8 * t1  # two hops share the channel
     assert (out / "chain.png").stat().st_size > 1000
     assert not [n for n in netns.list_names(paths.NETNS_PREFIX) if n.startswith("mk-bch")]
+
+
+def test_bench_proxy_fast_sets_the_congestion_control_in_both_namespaces(rundir, tmp_path):
+    """``bench proxy --parts fast``: iperf3 over a veth pair, direct and through two
+    proxies, with CUBIC set and read back in both namespaces (the host may run BBR)."""
+    out = tmp_path / "results"
+    p = manetkit("bench", "proxy", "--parts", "fast", "--fast-seconds", "2", "--out", str(out))
+    assert "fast veth" in p.stdout
+    doc = json.loads((out / "proxy.json").read_text())
+    assert doc["congestion_control"] == "cubic"
+    fast = doc["fast"]
+    assert fast["tcp"] == {"congestion_control": "cubic", "nodes": 2, "read_back": {"cubic": 2}}
+    assert fast["sessions_through_proxy"] >= 1 and fast["proxy_pair_mbps"] > 0
+    assert netns.list_names("mkbp") == []
