@@ -19,7 +19,9 @@ rate defaults to the scenario's (the profile's data rate). Its radio and propaga
 ``--scenario``: in particular ``radio.rts_threshold: 0``, RTS/CTS before every unicast as
 in the paper's ns-2 runs; ``--set`` overrides fields as for ``lab up``. The lab is then the kernel forwards over ``radio0`` with static routes
 (plain ``ip route``), so the numbers measure the medium, not a routing daemon. iperf3 then
-runs from n1 to n(i+1) for i = 1..N. The lab is always brought down.
+runs from n1 to n(i+1) for i = 1..N (a transfer that has not ended 60 s after its
+duration counts 0 and is listed under ``stalled``: a chain that collapsed under loss).
+The lab is always brought down.
 
 TCP's congestion control is set in every node (``--congestion-control``, CUBIC by
 default, as ``manetkit experiment`` runs; a new namespace would otherwise take the host's
@@ -166,6 +168,11 @@ class _IperfFailed(Exception):
     pass
 
 
+class Stalled(Exception):
+    """The transfer did not end within its duration + 60 s: the chain carries next to
+    nothing (a path that collapsed under loss), a measurement rather than a failure."""
+
+
 def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
     server = netns.popen(
         paths.netns_name(lab, f"n{dst}"),
@@ -178,9 +185,12 @@ def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
         argv = ["iperf3", "-c", addr(dst), "-p", str(IPERF_PORT), "-t", f"{duration:g}"]
         argv += ["-O", str(omit), "-J", "--connect-timeout", "3000"]
         for _ in range(20):  # the server needs a moment to listen
-            proc = netns.run(
-                paths.netns_name(lab, f"n{src}"), argv, check=False, timeout=duration + 60
-            )
+            try:
+                proc = netns.run(
+                    paths.netns_name(lab, f"n{src}"), argv, check=False, timeout=duration + 60
+                )
+            except subprocess.TimeoutExpired:
+                raise Stalled(f"no end after {duration + 60:g} s") from None
             if "refused" not in proc.stdout + proc.stderr:
                 break
             time.sleep(0.1)
@@ -218,10 +228,17 @@ def measure(
             configure_chain(lab, hosts)
             tcp = tcpcc.set_lab(lab, [f"n{k}" for k in range(1, hosts + 1)], cc)
             tput = []
+            stalled: dict[int, str] = {}
             for i in range(1, max_hops + 1):
-                bps = iperf_tcp(lab, 1, i + 1, duration)
+                try:
+                    bps = iperf_tcp(lab, 1, i + 1, duration)
+                except Stalled as exc:  # counted as 0 and said so, the longer chains still run
+                    bps, stalled[i] = 0.0, str(exc)
                 tput.append(bps)
-                report.console.print(f"  {i} hop{'s' if i > 1 else ''}: {bps / 1e6:.3f} Mbit/s")
+                note = f" (stalled: {stalled[i]})" if i in stalled else ""
+                report.console.print(
+                    f"  {i} hop{'s' if i > 1 else ''}: {bps / 1e6:.3f} Mbit/s{note}"
+                )
                 time.sleep(0.5)  # let the previous flow's queues drain
         finally:
             nodes.down(lab)
@@ -237,6 +254,7 @@ def measure(
         "tcp": tcp,
         "hops": list(range(1, max_hops + 1)),
         "throughput_bps": [round(t) for t in tput],
+        "stalled": {str(h): why for h, why in stalled.items()},  # counted as 0 above
         "ratios": [round(r, 4) for r in ratios],
         "paper_ratios": [PAPER_RATIO.get(i) for i in range(1, max_hops + 1)],
     }
