@@ -2,10 +2,11 @@
 
 ``net.ipv4.tcp_congestion_control`` is per network namespace (Linux 4.15 and later); a
 new namespace starts with the host's default, which is BBR on some machines and CUBIC on
-the laptops this project is for. A run therefore sets it in every node right after ``lab
-up``, before any of its traffic opens a connection (every socket takes the namespace's
-default when it is made, an accepted one included, unless the program chose one with
-``TCP_CONGESTION``), and reads it back into the run's JSON.
+the laptops this project is for. An experiment run (and a bench that measures TCP)
+therefore sets it in every node right after ``lab up``, before any of its traffic opens
+a connection (every socket takes the namespace's default when it is made, an accepted
+one included, unless the program chose one with ``TCP_CONGESTION``), and reads it back
+into the run's JSON.
 
 A spec names algorithms the kernel may lack (``bbr`` is a module); :func:`require`
 refuses those before any run starts, after trying to load the module, naming them.

@@ -16,6 +16,7 @@ from manetkit.configfile import read_yaml_mapping, validate
 from manetkit.keyfile import read_hex_key
 from manetkit.paths import check_socket_path
 from manetkit.proxy.channel import Keyring, MeshKey
+from manetkit.proxy.session import PARTITION_TIMEOUT_DEFAULT
 
 IDLE_TIMEOUT_DEFAULT = 900.0  # s: an idle stream's silence limit (TCP's retries2 is ~15 min)
 
@@ -91,11 +92,11 @@ class ProxyConfig(_Strict):
     client_interfaces: tuple[str, ...] = Field(
         (), description="also intercept TCP forwarded in from these interfaces (prerouting)"
     )
-    # 120 s: at least RFC 1122's 100 s for giving up on data (section 4.2.3.5, R2), so
-    # the proxy does not reset an app that plain TCP would carry over a break (Linux gives
-    # up only after tcp_retries2, ~15 min); 30 s reset runs that plain TCP finished
-    partition_timeout: float = Field(
-        120.0, gt=0, le=3600, description="reset the app after this long without the peer"
+    partition_timeout: float = Field(  # why 120 s: PARTITION_TIMEOUT_DEFAULT
+        PARTITION_TIMEOUT_DEFAULT,
+        gt=0,
+        le=3600,
+        description="reset the app after this long without the peer",
     )
     idle_timeout: float | None = Field(
         None,

@@ -144,6 +144,12 @@ class Closed:
 Event = SendBytes | DeliverData | AppEof | Frozen | Resumed | DropTransport | PeerBusy | Closed
 
 
+# 120 s: at least RFC 1122's 100 s for giving up on data (section 4.2.3.5, R2), so the
+# proxy does not reset an app that plain TCP would carry over a break (Linux gives up
+# only after tcp_retries2, ~15 min); at 30 s the proxies reset runs that plain TCP finished
+PARTITION_TIMEOUT_DEFAULT = 120.0
+
+
 @dataclass(slots=True)
 class SessionConfig:
     replay_limit: int = 4 * 1024 * 1024  # unacknowledged bytes before back-pressure
@@ -156,7 +162,7 @@ class SessionConfig:
     # keepalive.
     ack_delay: float = 1.0
     keepalive: float = 1.0  # an ACK at least this often, so a live peer is never silent
-    partition_timeout: float = 120.0  # reset after this long without a word from the peer
+    partition_timeout: float = PARTITION_TIMEOUT_DEFAULT  # reset after this long unheard
     # ... unless the stream was idle when the silence began: an idle TCP connection rides
     # out any outage (it sends nothing), so an idle session waits this long instead
     idle_timeout: float = 900.0
