@@ -10,7 +10,7 @@ experiment applies while it runs.
 
 For each stack (``<stack>+<mode>`` for a run with a proxy) it prints the valid runs'
 measured / expected, their median with a percentile bootstrap 95 % interval
-(manetkit/experiment/stats.py), and whether the interval's lower end clears ``--goal``
+(manetkit/stats.py), and whether the interval's lower end clears ``--goal``
 (0.8 by default: ">= 80 % of expected at 20 m/s"). Only one-flow bulk runs are scored.
 A chain measured on another profile or at another data rate than a run's scenario is
 refused (measured / expected would compare a run with another world's ceiling); the
@@ -30,9 +30,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from manetkit import stats
 from manetkit.bench import expected
 from manetkit.errors import UserError
-from manetkit.experiment import stats
 from manetkit.lab import scenario
 
 

@@ -23,7 +23,7 @@ PACKAGE = ROOT / "manetkit"
 # Top-level modules every layer may use; they import no layer themselves.
 NEUTRAL = {
     "configfile", "console", "daemonstatus", "errors", "events", "extras", "jsonlines",
-    "keyfile", "macaddr", "paths", "procs", "radioevents", "runner", "tuntap",
+    "keyfile", "macaddr", "paths", "procs", "radioevents", "runner", "stats", "tuntap",
 }  # fmt: skip
 
 # (importer prefix, forbidden prefix, why)

@@ -4,7 +4,7 @@ Reads an experiment results directory whose variants are named after the stack t
 change (``dsr-adm``, ``aodv-adm-veto``, ``dsr-atra``: docs/results/linkq-gray-r2,
 docs/results/atra-rwp30-20ms) and prints, for each variant, the valid runs' goodputs,
 their medians and the ratio variant / stack with its percentile bootstrap 95 % interval
-(manetkit/experiment/stats.py), beside it the seed-paired interval (whole seeds drawn
+(manetkit/stats.py), beside it the seed-paired interval (whole seeds drawn
 for both sides), and, for a variant that extends another (``aodv-adm-veto`` of
 ``aodv-adm``), the ratio over that one too. A goal (``--goal``, 2x by default: the gray
 chain's) is met only when the independent interval's lower end clears it.
@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from manetkit.experiment import stats
+from manetkit import stats
 
 
 def _runs(results: Path, proxies: bool) -> dict[str, list[tuple[float, int, bool]]]:

@@ -3,7 +3,7 @@
 :func:`goals` scores every (scenario, traffic, speed, congestion control) cell of a
 results directory on its **valid** runs (:mod:`~manetkit.experiment.validity`): each
 side's figure is the median over its runs, the comparison a percentile-bootstrap 95 %
-interval (:mod:`~manetkit.experiment.stats`), and a goal is met only when the interval's
+interval (:mod:`~manetkit.stats`), and a goal is met only when the interval's
 lower end clears the target and each side has at least :data:`MIN_RUNS` valid runs over
 at least :data:`MIN_SEEDS` seeds (5 seeds x 2 repeats):
 
@@ -17,7 +17,7 @@ at least :data:`MIN_SEEDS` seeds (5 seeds x 2 repeats):
    service times) >= 30 % lower than each peer's at its best profile.
 
 Beside each comparison's interval the table prints the seed-paired one
-(:func:`~manetkit.experiment.stats.paired_ratio_ci`: whole seeds drawn for both sides at
+(:func:`~manetkit.stats.paired_ratio_ci`: whole seeds drawn for both sides at
 once); the verdict stays on the independent interval, the rule the goals were set with.
 
 ``papers_markdown`` writes the papers' own figures beside the report's rows. Only numbers
@@ -31,8 +31,9 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from manetkit import stats
 from manetkit.bench import report as out
-from manetkit.experiment import stats, validity
+from manetkit.experiment import validity
 from manetkit.experiment.spec import MANETKIT_STACKS as MANETKIT
 from manetkit.experiment.spec import PEER_STACKS as PEERS
 from manetkit.experiment.spec import STACK_VARIANTS, lab_stack

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manetkit.experiment import stats
+from manetkit import stats
 
 
 def test_the_median_interval_brackets_the_median_and_is_reproducible():

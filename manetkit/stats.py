@@ -1,4 +1,5 @@
-"""Medians and bootstrap confidence intervals for the report's goal cells.
+"""Medians and bootstrap confidence intervals: the experiment report's goal cells and the
+benches that compare variants round by round (``manetkit bench proxy``).
 
 A goal compares two groups of runs (the best manetkit stack's and a peer's in one cell,
 or one group against a fixed target). Each group's figure is the **median** over its
