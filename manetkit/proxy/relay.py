@@ -276,8 +276,10 @@ class Relay:
             elif isinstance(ev, AppEof):
                 self.deliver_eof()
             elif isinstance(ev, Frozen):
+                self.proxy.counters["freezes"] += 1
                 log.info("session %s to %s frozen: %s", s.sid_hex[:8], self.peer, ev.why)
             elif isinstance(ev, Resumed):
+                self.proxy.counters["thaws"] += 1
                 log.info("session %s resumed (%s)", s.sid_hex[:8], ev.how)
                 self.policy.resumed(self.loop.time())
             elif isinstance(ev, DropTransport):
@@ -433,6 +435,7 @@ class Relay:
         if self.session.role is not Role.INITIATOR or self.connecting or self.closed:
             return
         log.info("session %s: replacing mesh leg (%s)", self.session.sid_hex[:8], why)
+        self.proxy.counters["legs_replaced"] += 1
         old = self.mesh
         self.mesh = None
         if old is not None and old.transport is not None:

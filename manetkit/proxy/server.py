@@ -160,6 +160,10 @@ class Proxy:
             "tombstones_evicted": 0,
             "budget_waits": 0,
             "mesh_backpressure": 0,
+            # ELFN/BuS at work: sessions frozen and thawed, backed-off legs replaced
+            "freezes": 0,
+            "thaws": 0,
+            "legs_replaced": 0,
         }
         self.refusals = guard.Refusals(self.counters)
         self.daemon: DaemonClient | None = None

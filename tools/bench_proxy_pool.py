@@ -1,0 +1,59 @@
+"""Pool the rounds of several ``manetkit bench proxy`` runs (their ``proxy.json``) for one
+chain length and judge the overhead goal on all of them together: each variant's median
+over plain's, with the 95 % bootstrap interval of manetkit.stats (each side's rounds
+resampled on their own), and the bench's verdict rule (met when the lower end clears
+0.98, missed when the upper end is below it, undecided otherwise).
+
+    python3 tools/bench_proxy_pool.py docs/results/bench-proxy-cubic/proxy-3hops-*.json --hops 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from manetkit.bench.proxy import verdict  # noqa: E402
+
+
+def pool(files: list[Path], hops: int) -> dict[str, list[float]]:
+    """Every round of every variant of the ``hops``-hop chain in ``files``, in file order."""
+    rounds: dict[str, list[float]] = {}
+    for f in files:
+        for lab in json.loads(f.read_text()).get("lab", []):
+            if lab["hops"] != hops:
+                continue
+            for name, v in lab.items():
+                if isinstance(v, dict) and "kbps" in v:
+                    rounds.setdefault(name, []).extend(v["kbps"])
+    return rounds
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="+", type=Path, help="proxy.json files of bench proxy")
+    ap.add_argument("--hops", type=int, default=3, help="chain length to pool (3)")
+    args = ap.parse_args(argv)
+    rounds = pool(args.files, args.hops)
+    if "plain" not in rounds:
+        print(f"no plain rounds at {args.hops} hops in these files", file=sys.stderr)
+        return 2
+    plain = rounds["plain"]
+    print(
+        f"{args.hops} hops, plain: {len(plain)} rounds, median {sorted(plain)[len(plain) // 2]:.0f}"
+    )
+    for name, kbps in rounds.items():
+        if name == "plain":
+            continue
+        v = verdict(kbps, plain)
+        ci = v["ratio_to_plain"]
+        print(f"{name}: {len(kbps)} rounds, median / plain {ci['estimate']:.3f} "
+              f"[{ci['low']:.3f}, {ci['high']:.3f}]: {v['verdict']}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
