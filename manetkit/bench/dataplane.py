@@ -52,6 +52,7 @@ from manetkit.bench import report
 from manetkit.bench.vethlab import VethMesh, sh
 from manetkit.daemon.wire import dsr as wire_dsr
 from manetkit.daemon.wire import ipv4 as wire_ipv4
+from manetkit.lab import tcpcc
 from manetkit.procs import wait_for
 
 GOAL_PPS = 40_000
@@ -105,6 +106,11 @@ print(n)
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="length of each measurement")
+    parser.add_argument(
+        "--congestion-control",
+        default="cubic",
+        help="TCP congestion control of the TCP-through-B runs, one the kernel has (cubic)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -413,7 +419,9 @@ def auth_cost(rounds: int = 20_000) -> dict[str, dict[str, float]]:
     return res
 
 
-def _iperf(mesh: VethMesh, seconds: float) -> float:
+def _iperf(mesh: VethMesh, seconds: float, cc: str) -> float:
+    # the congestion control at both ends, read back (the namespaces start with the host's)
+    tcpcc.set_namespaces([mesh.ns(1), mesh.ns(3)], cc)
     mesh.run(3, "iperf3", "-s", "-1", "-D", "-B", "10.42.0.3")
     wait_for(lambda: ":5201" in mesh.run(3, "ss", "-ltn").stdout, 5, "iperf3 server")
     r = mesh.run(
@@ -422,20 +430,20 @@ def _iperf(mesh: VethMesh, seconds: float) -> float:
     return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def measure(seconds: float, workdir: Path) -> dict[str, Any]:
+def measure(seconds: float, workdir: Path, cc: str = "cubic") -> dict[str, Any]:
     tag = f"mkb{os.getpid() % 10000}"
     res: dict[str, Any] = {}
     with VethMesh(f"{tag}k", 3, workdir / "k") as mesh:
         _kernel_forwarding(mesh)
         res["kernel_pps"] = _blast(mesh, 0x0800, seconds)
-        res["kernel_tcp_mbps"] = _iperf(mesh, seconds)
+        res["kernel_tcp_mbps"] = _iperf(mesh, seconds, cc)
     with VethMesh(f"{tag}d", 3, workdir / "d") as mesh:
         _start_daemons(mesh, (2,))
         res["daemon_pps"] = _blast(mesh, 0x88B5, seconds)
         res["daemon_forwarder_counters"] = mesh.status(2).counters.dataplane
     with VethMesh(f"{tag}t", 3, workdir / "t") as mesh:
         _start_daemons(mesh, (1, 2, 3))
-        res["daemon_tcp_mbps"] = _iperf(mesh, seconds)
+        res["daemon_tcp_mbps"] = _iperf(mesh, seconds, cc)
     res["auth"] = _forwarding_with_and_without_auth(tag, workdir, seconds)
     res["auth_forwarding_cost"] = forwarding_cost()
     res["auth_cost"] = auth_cost()
@@ -474,8 +482,12 @@ def _auth_rows(res: dict[str, Any]) -> list[AuthRow]:
 
 
 def run(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="mk-bench-dp-") as tmp:
-        r = measure(args.seconds, Path(tmp))
+    tcpcc.require([args.congestion_control])
+    with (
+        tempfile.TemporaryDirectory(prefix="mk-bench-dp-") as tmp,
+        tcpcc.allowing([args.congestion_control]),
+    ):
+        r = measure(args.seconds, Path(tmp), args.congestion_control)
     rows = [
         (
             "packets/s per hop (60-byte frames)",
@@ -536,6 +548,7 @@ def run(args: argparse.Namespace) -> int:
         "bench": "dataplane",
         "time": time.time(),
         "seconds": args.seconds,
+        "congestion_control": args.congestion_control,
         "daemon_pps_per_hop": round(r["daemon_pps"]["pps"]),
         "daemon_offered_pps": round(r["daemon_pps"]["offered_pps"]),
         "kernel_pps_per_hop": round(r["kernel_pps"]["pps"]),

@@ -17,7 +17,8 @@ side in one run:
 Each run measures its window (after ``--warmup`` s of medium time) with
 ``manetkit.lab.fidelity``: lag p50/p99/max, unmodelled drops, CPU seconds per process
 class, the load average, valid or not (lag p99 <= 5 ms and no unmodelled drops), plus the
-flow's goodput and the processes the lab runs per node. ``--lock FILE`` takes the lock
+flow's goodput and the processes the lab runs per node. The flow's TCP congestion control
+is set at its two ends (``--congestion-control``, CUBIC by default) and recorded. ``--lock FILE`` takes the lock
 around each run only (each is a minute or two), so a shared machine's other jobs run in
 between; the machine's load is recorded with every reading.
 """
@@ -39,7 +40,7 @@ from manetkit import paths, procs
 from manetkit.bench import report
 from manetkit.bench.labrun import locked, medium_time, term_as_interrupt, wait_medium
 from manetkit.errors import UserError
-from manetkit.lab import fidelity, netns, nodes
+from manetkit.lab import fidelity, netns, nodes, tcpcc
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 from manetkit.lab.stacks import node_address
 
@@ -105,8 +106,10 @@ def measure(
     window: float,
     work: Path,
     lock: str | None,
+    cc: str = "cubic",
 ) -> dict[str, Any]:
-    """Bring the lab up, run the flow, read the fidelity of the window, bring it down."""
+    """Bring the lab up, run the flow (with ``cc`` set at its two ends, the only nodes
+    with a TCP socket), read the fidelity of the window, bring it down."""
     lab = f"bls{os.getpid() % 10000}"
     src, dst = spec["flow"]
     port = 5301
@@ -120,6 +123,7 @@ def measure(
             row["up_s"] = round(time.monotonic() - t0, 1)
             row["nodes"] = len(state.nodes)
             row["processes_per_node"] = processes_per_node(state)
+            row["tcp"] = tcpcc.set_lab(lab, [src, dst], cc)
             addr = str(node_address(dst))
             srv_out, cli_out = work / "server.json", work / "client.json"
             argv = ["iperf3", "-s", "-1", "-J", "-p", str(port), "--bind", addr]
@@ -220,8 +224,9 @@ def search(
         largest[stack] = None
         for n in sizes:
             row = measure(
-                rwp_n(n, stack), radios, args.warmup, args.window, work / f"{stack}-{n}", args.lock
-            )
+                rwp_n(n, stack), radios, args.warmup, args.window, work / f"{stack}-{n}",
+                args.lock, args.congestion_control,
+            )  # fmt: skip
             row["search"] = True
             rows.append(row)
             report.console.print(table([row], f"search {stack} N={n}"))
@@ -232,7 +237,9 @@ def search(
 
 
 def run(args: argparse.Namespace) -> int:
-    with term_as_interrupt():  # SIGTERM: the run's finally brings its lab down
+    tcpcc.require([args.congestion_control])
+    # SIGTERM: the run's finally brings its lab down
+    with term_as_interrupt(), tcpcc.allowing([args.congestion_control]):
         return _run(args)
 
 
@@ -259,8 +266,9 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"--runs: unknown run {name!r} (rwp50, grid100, search)")
         for design in designs:
             row = measure(
-                specs[name], design, args.warmup, args.window, work / f"{name}-{design}", args.lock
-            )
+                specs[name], design, args.warmup, args.window, work / f"{name}-{design}",
+                args.lock, args.congestion_control,
+            )  # fmt: skip
             rows.append(row)
             report.console.print(table([row], f"{name} ({design})"))
     largest: dict[str, dict[str, int | None]] = {}
@@ -290,6 +298,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--runs", default="rwp50,grid100,search", help="which runs: rwp50, grid100, search"
+    )
+    parser.add_argument(
+        "--congestion-control",
+        default="cubic",
+        help="TCP congestion control at the flow's ends, one the kernel has (cubic)",
     )
     parser.add_argument("--warmup", type=float, default=20.0, help="s of flow before the window")
     parser.add_argument("--window", type=float, default=30.0, help="s measured per run")

@@ -340,6 +340,21 @@ def test_bench_chain_smoke(rundir, tmp_path):
     assert not [n for n in netns.list_names(paths.NETNS_PREFIX) if n.startswith("mk-bch")]
 
 
+def test_bench_lab_scale_records_fidelity_and_sets_the_flows_congestion_control(rundir, tmp_path):
+    """``bench lab-scale`` on one small size: a real lab, its window's fidelity verdict,
+    and CUBIC set and read back at the flow's two ends (the host may run BBR)."""
+    out = tmp_path / "results"
+    manetkit("bench", "lab-scale", "--runs", "search", "--stacks", "dsr", "--sizes", "4",
+             "--search-radios", "shared", "--warmup", "2", "--window", "3", "--out", str(out))  # fmt: skip
+    doc = json.loads((out / "lab-scale.json").read_text())
+    (row,) = doc["runs"]
+    assert row["nodes"] == 4 and row["search"] is True
+    assert row["tcp"] == {"congestion_control": "cubic", "nodes": 2, "read_back": {"cubic": 2}}
+    fid = row["fidelity"]
+    assert isinstance(fid["valid"], bool) and fid["outputs"] > 0 and fid["lag_p99_ms"] is not None
+    assert not [n for n in netns.list_names(paths.NETNS_PREFIX) if n.startswith("mk-bls")]
+
+
 def test_bench_proxy_fast_sets_the_congestion_control_in_both_namespaces(rundir, tmp_path):
     """``bench proxy --parts fast``: iperf3 over a veth pair, direct and through two
     proxies, with CUBIC set and read back in both namespaces (the host may run BBR)."""
