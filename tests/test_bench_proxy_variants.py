@@ -84,3 +84,14 @@ def test_the_verdict_is_the_intervals_not_the_means() -> None:
     ci = wide["ratio_to_plain"]
     assert ci["low"] < 0.98 <= ci["high"]
     assert bp.verdict([], plain) == {"ratio_to_plain": None, "verdict": None}
+
+
+def test_a_stalled_plain_side_is_judged_and_written_without_a_crash() -> None:
+    """Plain's median 0 (a chain that stalled in most rounds): the ratio is infinite, the
+    proxy meets the goal, and the table's text says ``inf`` instead of raising."""
+    v = bp.verdict([300.0, 310.0, 305.0], [0.0, 0.0, 10.0])
+    assert v["verdict"] == "meets" and v["ratio_to_plain"]["estimate"] == "inf"
+    assert bp.ratio_text(v["ratio_to_plain"]).startswith("inf [")
+    assert bp.ratio_text({"estimate": 0.957, "low": 0.7912, "high": 1.0617}) == (
+        "0.957 [0.791, 1.062]"
+    )

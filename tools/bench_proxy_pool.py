@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from manetkit.bench.proxy import verdict  # noqa: E402
+from manetkit.bench.proxy import ratio_text, verdict  # noqa: E402
 
 
 def pool(files: list[Path], hops: int) -> dict[str, list[float]]:
@@ -50,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         v = verdict(kbps, plain)
         ci = v["ratio_to_plain"]
-        print(f"{name}: {len(kbps)} rounds, median / plain {ci['estimate']:.3f} "
-              f"[{ci['low']:.3f}, {ci['high']:.3f}]: {v['verdict']}")  # fmt: skip
+        print(f"{name}: {len(kbps)} rounds, median / plain {ratio_text(ci)}: {v['verdict']}")
     return 0
 
 

@@ -286,6 +286,16 @@ def verdict(kbps: list[float], plain: list[float]) -> dict:
     return {"ratio_to_plain": r.to_json(), "verdict": word}
 
 
+def ratio_text(ci: dict) -> str:
+    """``estimate [low, high]`` of an interval's JSON; an end that is not finite (plain's
+    median 0: a stalled chain) is written as the JSON has it (``inf``)."""
+
+    def f(x: float | str) -> str:
+        return f"{x:.3f}" if isinstance(x, int | float) else str(x)
+
+    return f"{f(ci['estimate'])} [{f(ci['low'])}, {f(ci['high'])}]"
+
+
 def _mean(runs: list[dict], key: str, digits: int = 1) -> float | None:
     vals = [x[key] for x in runs if x.get(key) is not None]
     return round(sum(vals) / len(vals), digits) if vals else None
@@ -467,9 +477,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['mean_kbps']:.0f}" if r["mean_kbps"] is not None else "-",
                 ", ".join(f"{x:.0f}" for x in r["kbps"]),
                 "-" if v == "plain" or pct is None else f"{pct:+.1f}%",
-                "-"
-                if v == "plain" or ci is None
-                else f"{ci['estimate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]",
+                "-" if v == "plain" or ci is None else ratio_text(ci),
                 f"{r['packets_back_per_mb']:.0f}" if r["packets_back_per_mb"] else "-",
                 f"{1000 * r['proxy_cpu_s_per_mb']:.1f}"
                 if r["proxy_cpu_s_per_mb"] is not None
