@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from manetkit.bench import proxy as bp
+from manetkit.daemonstatus import StatusError
 from manetkit.errors import UserError
 
 
@@ -27,17 +29,19 @@ def test_events_sum_the_end_proxies_and_every_daemon(monkeypatch: pytest.MonkeyP
     """Each end proxy's ELFN counters and each daemon's breaks are added up; a node whose
     component does not answer counts 0 instead of failing the window."""
 
-    def fake_request(sock: Path, obj: dict, timeout: float) -> dict:
-        node = sock.parent.name
+    def fake_proxy(lab: str, node: str) -> dict | None:
         if node == "n3":
-            raise ConnectionRefusedError("gone")
-        if sock.name == "proxy.sock":
-            counters = {"route_events": 2, "freezes": 1, "thaws": 1, "legs_replaced": 0}
-            return {"ok": True, "status": {"counters": counters}}
-        engine = {"counters": {"link-breaks": 1, "errors-sent": 2, "veto-resent": 5}}
-        return {"ok": True, "status": {"engine": engine}}
+            return None  # nobody answers
+        return {"counters": {"route_events": 2, "freezes": 1, "thaws": 1, "legs_replaced": 0}}
 
-    monkeypatch.setattr(bp, "request", fake_request)
+    def fake_daemon(sock: Path, timeout: float) -> object:
+        if sock.parent.name == "n3":
+            raise StatusError(f"no daemon answers on {sock}")
+        counters = {"link-breaks": 1, "errors-sent": 2, "veto-resent": 5}
+        return SimpleNamespace(engine=SimpleNamespace(counters=counters))
+
+    monkeypatch.setattr(bp, "proxy_status", fake_proxy)
+    monkeypatch.setattr(bp, "fetch_status", fake_daemon)
     got = bp._events("lab", ("n1", "n4"), ["n1", "n2", "n3", "n4"])
     assert got == {
         "route_events": 4, "freezes": 2, "thaws": 2, "legs_replaced": 0,
@@ -53,23 +57,23 @@ def test_the_sender_connection_is_the_one_that_carried_most(
     out = (
         "ESTAB 0 0 10.42.0.1:40000 10.42.0.4:4242\n"
         "\t cubic wscale:7,7 rto:300 rtt:120.5/10 mss:1400 cwnd:8 bytes_sent:2000000 "
-        "bytes_retrans:20000 bytes_acked:1980000 data_segs_out:2000 retrans:0/14\n"
+        "bytes_retrans:20000 bytes_acked:1980000 segs_out:2100 data_segs_out:2000 retrans:0/14\n"
         "ESTAB 0 0 10.42.0.1:40002 10.42.0.4:4242\n"
-        "\t cubic rtt:3/1 mss:1400 cwnd:10 bytes_sent:100 bytes_acked:100 data_segs_out:1\n"
+        "\t cubic rtt:3/1 mss:1400 cwnd:10 bytes_sent:100 bytes_acked:100 segs_out:2 data_segs_out:1\n"
     )
-    seen: list[tuple[str, ...]] = []
+    seen: list[tuple] = []
 
-    def fake_sh(*cmd: str, ns: str | None = None, check: bool = True) -> object:
-        seen.append(cmd)
-        return type("R", (), {"stdout": out})()
+    def fake_ss(netns: str, peer: str, port: int, *, established: bool = False) -> str:
+        seen.append((peer, port, established))
+        return out
 
-    monkeypatch.setattr(bp, "_sh", fake_sh)
+    monkeypatch.setattr(bp.tcpstat, "connection_ss", fake_ss)
     got = bp._sender_tcp("lab", "10.42.0.4", 4242)
     assert got == {
         "bytes_acked": 1980000, "bytes_per_data_segment": 1000, "retrans_pct": 1.0,
         "cwnd": 8, "rtt_ms": 120.5, "mss": 1400,
     }  # fmt: skip
-    assert seen[0][-1] == ":4242"
+    assert seen == [("10.42.0.4", 4242, True)]
 
 
 def test_the_verdict_is_the_intervals_not_the_means() -> None:

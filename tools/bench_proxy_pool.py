@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -42,9 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no plain rounds at {args.hops} hops in these files", file=sys.stderr)
         return 2
     plain = rounds["plain"]
-    print(
-        f"{args.hops} hops, plain: {len(plain)} rounds, median {sorted(plain)[len(plain) // 2]:.0f}"
-    )
+    print(f"{args.hops} hops, plain: {len(plain)} rounds, median {statistics.median(plain):.0f}")
     for name, kbps in rounds.items():
         if name == "plain":
             continue

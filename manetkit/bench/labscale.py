@@ -18,9 +18,9 @@ Each run measures its window (after ``--warmup`` s of medium time) with
 ``manetkit.lab.fidelity``: lag p50/p99/max, unmodelled drops, CPU seconds per process
 class, the load average, valid or not (lag p99 <= 5 ms and no unmodelled drops), plus the
 flow's goodput and the processes the lab runs per node. The flow's TCP congestion control
-is set at its two ends (``--congestion-control``, CUBIC by default) and recorded. ``--lock FILE`` takes the lock
-around each run only (each is a minute or two), so a shared machine's other jobs run in
-between; the machine's load is recorded with every reading.
+is set at its two ends (``--congestion-control``, CUBIC by default) and recorded.
+``--lock FILE`` takes the lock around each run only (each is a minute or two), so a shared
+machine's other jobs run in between; the machine's load is recorded with every reading.
 """
 
 from __future__ import annotations

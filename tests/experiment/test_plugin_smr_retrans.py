@@ -22,10 +22,11 @@ from manetkit import procs
 from manetkit.daemon.config import DaemonConfig, parse_config
 from manetkit.daemonstatus import DaemonStatus
 from manetkit.experiment import execute, spec
-from manetkit.experiment.plugins.retrans import connection_ss, mesh_port, ss_retrans
+from manetkit.experiment.plugins.retrans import mesh_port, ss_retrans
 from manetkit.experiment.plugins.smr import counters, endpoints
 from manetkit.lab import stacks
 from manetkit.lab.scenario import load_scenario
+from manetkit.lab.tcpstat import connection_ss
 from manetkit.procs import wait_for
 from manetkit.proxy.config import ProxyConfig
 from tests.helpers.statuses import make_status

@@ -15,35 +15,24 @@ says how often that happened) and a connection with none at that moment is left 
 from __future__ import annotations
 
 import contextlib
-import re
-import subprocess
 from typing import Any
 
 from manetkit import paths
 from manetkit.lab.stacks import node_address, proxy_status
+from manetkit.lab.tcpstat import connection_ss, ss_sockets
 
 from .base import HEAD_COLUMNS, Metric, RunContext, group, mean, row_head
-
-_SS_SEGS = re.compile(r"\bsegs_out:(\d+)")
-_SS_DATA_SEGS = re.compile(r"\bdata_segs_out:(\d+)")
-_SS_RETRANS = re.compile(r"\bretrans:\d+/(\d+)")
 
 
 def ss_retrans(text: str) -> tuple[int, int] | None:
     """(retransmitted, sent) segments summed over the sockets of ``ss -tin`` output; None
     if it lists no socket."""
-    found = False
-    retrans = sent = 0
-    for line in text.splitlines():
-        segs = _SS_SEGS.search(line)
-        if segs is None:
-            continue
-        found = True
-        data = _SS_DATA_SEGS.search(line)
-        sent += int((data or segs).group(1))
-        got = _SS_RETRANS.search(line)
-        retrans += int(got.group(1)) if got else 0
-    return (retrans, sent) if found else None
+    sockets = ss_sockets(text)
+    if not sockets:
+        return None
+    retrans = sum(int(f["retrans"].split("/")[1]) for f in sockets if "/" in f.get("retrans", ""))
+    sent = sum(int(f.get("data_segs_out", f["segs_out"])) for f in sockets)
+    return retrans, sent
 
 
 def mesh_port(status: dict[str, Any], peer: str) -> tuple[int | None, int]:
@@ -53,12 +42,6 @@ def mesh_port(status: dict[str, Any], peer: str) -> tuple[int | None, int]:
     sessions = [x for x in status.get("sessions", []) if x.get("peer") == peer]
     ports = [x["leg"]["remote_port"] for x in sessions if x.get("leg")]
     return (ports[0] if ports else None), sum(int(x.get("resumes", 0)) for x in sessions)
-
-
-def connection_ss(netns: str, peer: str, port: int) -> str:
-    """``ss -tin`` of the TCP connections in ``netns`` to ``peer``:``port``."""
-    argv = ["ip", "netns", "exec", netns, "ss", "-tin", "dst", peer, "dport", "=", f":{port}"]
-    return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=20).stdout
 
 
 class Retrans(Metric):
