@@ -23,3 +23,14 @@ def test_an_iperf3_past_its_duration_is_reported_as_a_stall(
     with pytest.raises(chain.Stalled, match="no end after 65 s"):
         chain.iperf_tcp("lab", 1, 3, 5.0)  # not retried: a stalled path stays stalled
     assert stopped == ["server"]  # the server is stopped all the same
+
+
+def test_the_senders_rtt_and_resent_segments_are_read_from_iperf3s_report() -> None:
+    """iperf3 -J's sender summary (microseconds) becomes the chain's RTT column in ms;
+    a report without it (another platform) gives None, not a crash."""
+    report = {"end": {"streams": [{"sender": {"mean_rtt": 412345, "max_rtt": 1_801_000,
+                                              "retransmits": 17}}]}}  # fmt: skip
+    assert chain._sender(report) == {"mean_rtt_ms": 412.3, "max_rtt_ms": 1801.0, "retransmits": 17}
+    assert chain._sender({"end": {}}) == {
+        "mean_rtt_ms": None, "max_rtt_ms": None, "retransmits": None,
+    }  # fmt: skip

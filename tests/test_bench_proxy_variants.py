@@ -99,3 +99,16 @@ def test_a_stalled_plain_side_is_judged_and_written_without_a_crash() -> None:
     assert bp.ratio_text({"estimate": 0.957, "low": 0.7912, "high": 1.0617}) == (
         "0.957 [0.791, 1.062]"
     )
+
+
+def test_only_rounds_that_kept_real_time_are_judged() -> None:
+    """A round whose fidelity record says invalid (the medium fell behind) stays in the
+    JSON but does not enter the verdict: a slow round there is the emulator's, not TCP's."""
+    runs = [
+        {"kbps": 400.0, "fidelity": {"valid": True}},
+        {"kbps": 20.0, "fidelity": {"valid": False}},
+        {"kbps": 395.0, "fidelity": {"valid": True}},
+    ]
+    assert bp.valid_kbps(runs) == [400.0, 395.0]
+    assert bp.verdict(bp.valid_kbps(runs), [398.0, 399.0, 401.0])["verdict"] != "misses"
+    assert bp.verdict([], [398.0])["verdict"] is None

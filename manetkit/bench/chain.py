@@ -38,6 +38,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 from rich.table import Table
@@ -149,8 +150,16 @@ def configure_chain(lab: str, hosts: int) -> None:
         netns.run(ns, ["ip", "-batch", "-"], input="\n".join(batch) + "\n")
 
 
-def iperf_tcp(lab: str, src: int, dst: int, duration: float, attempts: int = 3) -> float:
-    """Bulk TCP from n<src> to n<dst> for ``duration`` s; the receiver's bits per second.
+class Transfer(NamedTuple):
+    """One iperf3 run: the receiver's bits per second and what the sender's kernel saw
+    (iperf3's ``end.streams[0].sender``: mean and max smoothed RTT, segments resent)."""
+
+    bps: float
+    sender: dict[str, float | int | None]
+
+
+def iperf_tcp(lab: str, src: int, dst: int, duration: float, attempts: int = 3) -> Transfer:
+    """Bulk TCP from n<src> to n<dst> for ``duration`` s.
 
     A run whose report is incomplete (iperf3's control connection can stall on a loaded
     two-core machine) is repeated, up to ``attempts`` times, with a fresh server.
@@ -173,7 +182,22 @@ class Stalled(Exception):
     nothing (a path that collapsed under loss), a measurement rather than a failure."""
 
 
-def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
+def _sender(result: dict) -> dict[str, float | int | None]:
+    """The sender's RTT (ms) and retransmitted segments of an iperf3 -J report."""
+    streams = result.get("end", {}).get("streams") or [{}]
+    snd = streams[0].get("sender", {})
+
+    def ms(key: str) -> float | None:
+        return round(snd[key] / 1000, 1) if isinstance(snd.get(key), int | float) else None
+
+    return {
+        "mean_rtt_ms": ms("mean_rtt"),
+        "max_rtt_ms": ms("max_rtt"),
+        "retransmits": snd.get("retransmits"),
+    }
+
+
+def _iperf_once(lab: str, src: int, dst: int, duration: float) -> Transfer:
     server = netns.popen(
         paths.netns_name(lab, f"n{dst}"),
         ["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "--bind", addr(dst)],
@@ -196,7 +220,9 @@ def _iperf_once(lab: str, src: int, dst: int, duration: float) -> float:
             time.sleep(0.1)
         try:
             result = json.loads(proc.stdout)
-            return float(result["end"]["sum_received"]["bits_per_second"])
+            return Transfer(
+                float(result["end"]["sum_received"]["bits_per_second"]), _sender(result)
+            )
         except (ValueError, KeyError, TypeError):
             error = proc.stderr.strip()[-300:]
             with contextlib.suppress(ValueError, AttributeError):
@@ -228,13 +254,15 @@ def measure(
             configure_chain(lab, hosts)
             tcp = tcpcc.set_lab(lab, [f"n{k}" for k in range(1, hosts + 1)], cc)
             tput = []
+            senders: list[dict] = []
             stalled: dict[int, str] = {}
             for i in range(1, max_hops + 1):
                 try:
-                    bps = iperf_tcp(lab, 1, i + 1, duration)
+                    bps, sender = iperf_tcp(lab, 1, i + 1, duration)
                 except Stalled as exc:  # counted as 0 and said so, the longer chains still run
-                    bps, stalled[i] = 0.0, str(exc)
+                    bps, sender, stalled[i] = 0.0, {}, str(exc)
                 tput.append(bps)
+                senders.append(sender)
                 note = f" (stalled: {stalled[i]})" if i in stalled else ""
                 report.console.print(
                     f"  {i} hop{'s' if i > 1 else ''}: {bps / 1e6:.3f} Mbit/s{note}"
@@ -254,6 +282,8 @@ def measure(
         "tcp": tcp,
         "hops": list(range(1, max_hops + 1)),
         "throughput_bps": [round(t) for t in tput],
+        # the sender's mean / max RTT and resent segments per chain: the queue's share
+        "sender_tcp": senders,
         "stalled": {str(h): why for h, why in stalled.items()},  # counted as 0 above
         "ratios": [round(r, 4) for r in ratios],
         "paper_ratios": [PAPER_RATIO.get(i) for i in range(1, max_hops + 1)],
@@ -281,17 +311,24 @@ def plot(result: dict, path: Path) -> None:
 
 def print_table(result: dict) -> None:
     t = Table(
-        "hops", "throughput (Mbit/s)", "T_i/T_1", "paper T_i/T_1",
+        "hops", "throughput (Mbit/s)", "T_i/T_1", "paper T_i/T_1", "sender RTT mean / max ms",
+        "segments resent",
         title=(
             f"bench chain at {result['rate_bps'] / 1e6:g} Mbit/s, RTS threshold "
             f"{result['radio']['rts_threshold']} ({result['duration_s']:g} s per run)"
         ),
     )  # fmt: skip
-    for i, bps, r in zip(result["hops"], result["throughput_bps"], result["ratios"], strict=True):
+    senders = result.get("sender_tcp") or [{}] * len(result["hops"])
+    for i, bps, r, snd in zip(
+        result["hops"], result["throughput_bps"], result["ratios"], senders, strict=True
+    ):
         paper = PAPER_RATIO.get(i)
+        rtt = (snd.get("mean_rtt_ms"), snd.get("max_rtt_ms"))
         t.add_row(
-            str(i), f"{bps / 1e6:.3f}", f"{r:.2f}", f"{paper:.2f}" if paper else PAPER_PLATEAU
-        )
+            str(i), f"{bps / 1e6:.3f}", f"{r:.2f}", f"{paper:.2f}" if paper else PAPER_PLATEAU,
+            " / ".join("-" if x is None else f"{x:.0f}" for x in rtt),
+            str(snd.get("retransmits", "-")),
+        )  # fmt: skip
     report.show(
         t,
         "paper: T_1 near 1.4 Mbit/s at 2 Mbit/s (1460-byte TCP), T_2/T_1 ~ 0.5, "

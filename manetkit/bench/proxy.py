@@ -13,6 +13,8 @@
   the proxy's median goodput within 2% of plain's, judged on the 95 % bootstrap interval
   of the ratio of medians (manetkit.stats): met when its lower end clears 0.98, missed
   when its upper end is below, undecided otherwise (rounds spread too widely to tell).
+  Each round records its window's fidelity (manetkit.lab.fidelity: the medium's lag,
+  unmodelled drops, CPU per process class); only valid rounds enter the verdict.
 * ``fast``: two namespaces on one veth (no medium, no daemon: the mesh leg is a plain
   veth route): iperf3 directly, then through a proxy pair. Goal: >= 500 Mbit/s through
   the proxy pair.
@@ -44,7 +46,7 @@ from manetkit.console import console
 from manetkit.daemonstatus import StatusError, fetch_status
 from manetkit.errors import UserError
 from manetkit.jsonlines import request
-from manetkit.lab import netns, nodes, tcpcc, tcpstat
+from manetkit.lab import fidelity, netns, nodes, tcpcc, tcpstat
 from manetkit.lab.inventory import find_processes
 from manetkit.lab.scenario import SHIPPED_SCENARIOS
 from manetkit.lab.stacks import proxy_status
@@ -153,7 +155,9 @@ def _transfer(
         before = {n: _mesh0_packets(lab, n) for n in (SRC, dst)}
         ev0 = _events(lab, (SRC, dst), chain)
         cpu0 = _proxy_cpu(lab, (SRC, dst))
+        fid0 = fidelity.collect(lab)
         time.sleep(secs)
+        fid1 = fidelity.collect(lab)
         cpu1 = _proxy_cpu(lab, (SRC, dst))
         after = {n: _mesh0_packets(lab, n) for n in (SRC, dst)}
         ev1 = _events(lab, (SRC, dst), chain)
@@ -177,6 +181,9 @@ def _transfer(
         "packets_forward_per_mb": round(fwd / mbytes, 1) if mbytes else None,
         "events": {k: ev1[k] - ev0[k] for k in ev0},
         "sender_tcp": sender,
+        # did the emulation hold in this window (manetkit.lab.fidelity)? An invalid round
+        # is kept in the JSON but left out of the verdict.
+        "fidelity": fidelity.window(fid0, fid1).to_json(),
     }
 
 
@@ -252,26 +259,37 @@ def bench_lab(args: argparse.Namespace, work: Path, hops: int) -> dict:
         nodes.down(lab)
     out: dict = {"hops": hops, "rate_mbps": args.rate, "seconds_each": args.seconds, "tcp": tcp}
     base = _mean(results.get("plain", []), "kbps")
-    plain = [x["kbps"] for x in results.get("plain", [])]
+    plain = valid_kbps(results.get("plain", []))
     for v, runs in results.items():
         mean = _mean(runs, "kbps")
         kbps = [x["kbps"] for x in runs]
+        valid = valid_kbps(runs)
         out[v] = {
             "kbps": kbps,
+            "valid": [x["fidelity"]["valid"] for x in runs],
+            "rounds_valid": len(valid),
             "mean_kbps": round(mean, 1) if mean is not None else None,
             "vs_plain_pct": round(100 * (mean - base) / base, 1) if mean and base else None,
             # plain is the reference: judged against itself it would only say "meets"
-            **(verdict(kbps, plain) if v != "plain" else {"ratio_to_plain": None, "verdict": None}),
+            **(
+                verdict(valid, plain) if v != "plain" else {"ratio_to_plain": None, "verdict": None}
+            ),
             "packets_back_per_mb": _mean(runs, "packets_back_per_mb"),
             "packets_forward_per_mb": _mean(runs, "packets_forward_per_mb"),
             "proxy_cpu_s_per_mb": _mean(runs, "proxy_cpu_s_per_mb", 4),
             "events": [x["events"] for x in runs],
             "sender_tcp": [x["sender_tcp"] for x in runs],
+            "fidelity": [x["fidelity"] for x in runs],
             "intact": all(x["intact"] for x in runs),
         }
     out["intact"] = all(x["intact"] for runs in results.values() for x in runs)
     out["goal_pct"] = GOAL_LAB_PCT
     return out
+
+
+def valid_kbps(runs: list[dict]) -> list[float]:
+    """The goodput of the rounds whose window kept real time (the verdict's only input)."""
+    return [x["kbps"] for x in runs if x["fidelity"]["valid"]]
 
 
 def verdict(kbps: list[float], plain: list[float]) -> dict:
@@ -295,6 +313,11 @@ def ratio_text(ci: dict) -> str:
         return f"{x:.3f}" if isinstance(x, int | float) else str(x)
 
     return f"{f(ci['estimate'])} [{f(ci['low'])}, {f(ci['high'])}]"
+
+
+def _worst_lag(fids: list[dict]) -> str:
+    lags = [f["lag_p99_ms"] for f in fids if f.get("lag_p99_ms") is not None]
+    return f"{max(lags):.2f}" if lags else "-"
 
 
 def _mean(runs: list[dict], key: str, digits: int = 1) -> float | None:
@@ -461,7 +484,8 @@ def run(args: argparse.Namespace) -> int:
                 ok &= d["intact"]
     t = Table("part", "variant", "goodput (mean)", "each run", "vs plain / direct",
               "median / plain [95% CI]", "acks back per MB", "proxy CPU ms per MB",
-              "link breaks / freezes / legs replaced", "goal", "verdict",
+              "link breaks / freezes / legs replaced", "valid rounds (lag p99 max ms)", "goal",
+              "verdict",
               title="bench proxy: overhead with no breaks")  # fmt: skip
     for d in doc.get("lab", []):
         for v in variants:
@@ -471,6 +495,8 @@ def run(args: argparse.Namespace) -> int:
             word = {"meets": "meets", "misses": "[red]misses[/]"}.get(
                 r["verdict"], "[yellow]undecided: more rounds[/]"
             )
+            if r["rounds_valid"] == 0:
+                word = "[red]no valid round[/]"
             t.add_row(
                 f"lab chain, {d['hops']} hop{'s' if d['hops'] > 1 else ''}, "
                 f"{d['rate_mbps']:g} Mbit/s (kbit/s)",
@@ -487,6 +513,7 @@ def run(args: argparse.Namespace) -> int:
                     str(sum(e[k] for e in r["events"]))
                     for k in ("link-breaks", "freezes", "legs_replaced")
                 ),
+                f"{r['rounds_valid']}/{len(r['kbps'])} ({_worst_lag(r['fidelity'])})",
                 "-" if v == "plain" else f"median within {GOAL_LAB_PCT:g}%, CI's low end",
                 "-" if v == "plain" else word,
             )
@@ -500,6 +527,7 @@ def run(args: argparse.Namespace) -> int:
             "-",
             f"{100 * (d['proxy_pair_mbps'] / d['direct_mbps'] - 1):+.1f}% "
             f"(direct {d['direct_mbps']:.0f})",
+            "-",
             "-",
             "-",
             "-",

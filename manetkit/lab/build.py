@@ -12,6 +12,7 @@ from typing import Any
 
 from manetkit.lab.medium.airtime import Airtime
 from manetkit.lab.medium.channel import Channel, LinkBudget
+from manetkit.lab.medium.fqcodel import CodelParams
 from manetkit.lab.medium.groundtruth import GroundTruthLog, snapshot_edges
 from manetkit.lab.medium.mac import Medium
 from manetkit.lab.medium.mobility import (
@@ -81,6 +82,10 @@ def medium_from_scenario(
             seed=scenario.seed,
             airtime_scale=airtime_scale,
             overhear=r.overhear,
+            queue=r.queue,
+            codel=CodelParams(
+                target_s=r.codel_target_ms / 1000, interval_s=r.codel_interval_ms / 1000
+            ),
         )
     return Medium(
         world or world_from_scenario(scenario),

@@ -85,6 +85,8 @@ REALISTIC_FIELDS = (
     "node_offsets",
 )
 NS2_ONLY_FIELDS = ("interference", "priqueue")
+# The realistic MAC's queue discipline (not PHY parameters: RealisticMedium takes them).
+REALISTIC_MAC_FIELDS = ("queue", "codel_target_ms", "codel_interval_ms")
 
 
 class Radio(_Strict):
@@ -112,6 +114,11 @@ class Radio(_Strict):
     # --- realistic profiles -----------------------------------------------------------
     rate_control: Literal["fixed", "minstrel"] | None = None
     wmm: bool | None = None
+    # Each access category's transmit queue: drop-tail of queue_frames, or mac80211's
+    # FQ-CoDel (manetkit/lab/medium/fqcodel.py) with its target and interval.
+    queue: Literal["droptail", "fq_codel"] = "droptail"
+    codel_target_ms: float = Field(20.0, gt=0, le=10_000)
+    codel_interval_ms: float = Field(100.0, gt=0, le=100_000)
     frequency_mhz: float | None = Field(None, ge=2400, le=6000)
     tx_power_dbm: float | None = Field(None, ge=-30, le=40)
     antenna_gain_dbi: float | None = Field(None, ge=-20, le=30)
@@ -212,7 +219,7 @@ class Radio(_Strict):
             fields = type(self).model_fields
             given = [
                 f
-                for f in REALISTIC_FIELDS
+                for f in REALISTIC_FIELDS + REALISTIC_MAC_FIELDS
                 if f in self.model_fields_set
                 and getattr(self, f) != fields[f].get_default(call_default_factory=True)
             ]

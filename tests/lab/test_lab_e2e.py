@@ -355,6 +355,24 @@ def test_bench_lab_scale_records_fidelity_and_sets_the_flows_congestion_control(
     assert not [n for n in netns.list_names(paths.NETNS_PREFIX) if n.startswith("mk-bls")]
 
 
+def test_bench_proxy_lab_records_each_rounds_fidelity(rundir, tmp_path):
+    """``bench proxy --parts lab`` on one hop, one round: both variants move an intact
+    stream, and each round carries its window's fidelity record; the verdict counts only
+    the rounds the record calls valid."""
+    out = tmp_path / "results"
+    manetkit("bench", "proxy", "--parts", "lab", "--hops", "1", "--variants", "plain,proxy",
+             "--rounds", "1", "--seconds", "3", "--warmup", "1", "--out", str(out))  # fmt: skip
+    (lab,) = json.loads((out / "proxy.json").read_text())["lab"]
+    assert lab["intact"] is True
+    for v in ("plain", "proxy"):
+        r = lab[v]
+        (fid,) = r["fidelity"]
+        assert fid["outputs"] > 0 and fid["lag_p99_ms"] is not None
+        assert r["valid"] == [fid["valid"]] and r["rounds_valid"] == int(fid["valid"])
+        assert r["kbps"][0] > 0
+    assert not [n for n in netns.list_names(paths.NETNS_PREFIX) if n.startswith("mk-bpx")]
+
+
 def test_bench_proxy_fast_sets_the_congestion_control_in_both_namespaces(rundir, tmp_path):
     """``bench proxy --parts fast``: iperf3 over a veth pair, direct and through two
     proxies, with CUBIC set and read back in both namespaces (the host may run BBR)."""

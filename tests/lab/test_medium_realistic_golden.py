@@ -113,6 +113,14 @@ def airtime_scaled() -> str:
     return trace(m, flows, 0.3, seed=7)
 
 
+def fq_codel_overload() -> str:
+    """mac80211's FQ-CoDel queues, two senders offering more than the channel carries."""
+    pos = [(0.0, 0.0), (40.0, 0.0), (80.0, 0.0)]
+    m = _static(pos, B.with_(rate_mbps=2.0), seed=11, queue="fq_codel")
+    flows = [(1, 2, 300), (3, 2, 200), (2, None, 10)]
+    return trace(m, flows, 2.0, seed=8)
+
+
 SCENARIOS = {
     "one_area": one_area,
     "chain_rts": chain_rts,
@@ -121,16 +129,18 @@ SCENARIOS = {
     "capture_and_offsets": capture_and_offsets,
     "overhear_attach_loss": overhear_attach_loss,
     "airtime_scaled": airtime_scaled,
+    "fq_codel_overload": fq_codel_overload,
 }
 
 GOLDEN = {
-    "one_area": "644af04d489c1fee56adf3063b5fede2fafcb849f7763d8a6ad3c3399185dec6",
-    "chain_rts": "49582fb33dd23ca28720ea5eab1fd2c8b6d3818eeaa0a2bc63b6129654656528",
-    "gray_zone_chain": "266c93974504e8b9f8309081f5b7e65ad8efcbb4643fe8aab7fa49bbb2a2f0e7",
-    "moving_minstrel": "7f62b8de0c62a0ba1220b95478f4571ae1338b207df12b9f580d9bfdde4b8e79",
-    "capture_and_offsets": "83b67fb79d5762015c122e8430510ab7cc91368cd324320373f4ebe127578db7",
-    "overhear_attach_loss": "4b622cf469dde96e3425dbbf654a7e23a8e63036bf1fb8d31195bad79919f1ef",
-    "airtime_scaled": "3227c6df7ea23c942a9ca011a8a4b2e35b97f5f0bd885d0ab03d3911ca26963e",
+    "one_area": "669ff90d8b4e9858a603eb92614f367f493c8ec966d23b88471d951464ee9890",
+    "chain_rts": "9d8864b7d984747a9f8d67cf837e4001d339ccc863b73d6f927d6fc0a23aa7b9",
+    "gray_zone_chain": "0bbf8d2ea3f41810854d7f877d7ca09489dd331d84b8f424c4b3d3b46ef02b92",
+    "moving_minstrel": "e905e72267339c04aa21849b755527514b96058bb0ae0bc9a31d8b0f25feffce",
+    "capture_and_offsets": "a5256dc9d9fdf540db236875066ddf65f5c0260c135a5e541129c54f7f92f74d",
+    "overhear_attach_loss": "32f597d311d74e0dc5cf74b418df331124458a93872a4d2811fa42d8a8561951",
+    "airtime_scaled": "00479ab0f89c27f0c5153b55cdd628ff6ca9aa414a2b280006ccb5b12f6091df",
+    "fq_codel_overload": "a8d1567b9646857b72ae912a981abe4bdd700a01435e5c03f49e2f0f83745c78",
 }
 
 

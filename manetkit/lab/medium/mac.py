@@ -203,7 +203,7 @@ class Medium(MacBase[Snapshot, _Node]):
             nd.state = IDLE  # nothing left to contend for
             nd.gen += 1  # its scheduled start is void
 
-    def _enqueue(self, nd: _Node, frame: bytes) -> bool:
+    def _enqueue(self, nd: _Node, frame: bytes, now: float) -> bool:
         """The interface queue: drop-tail, or ns-2's PriQueue with ``priqueue``."""
         if self.priqueue and is_network_control(frame):
             self._enqueue_head(nd, frame)

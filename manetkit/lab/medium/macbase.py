@@ -143,8 +143,9 @@ class MacBase(ABC, Generic[SnapT, NodeT]):
         """Who hears whom at ``t``, computed afresh."""
 
     @abstractmethod
-    def _enqueue(self, nd: NodeT, frame: bytes) -> bool:
-        """Queue ``frame`` at ``nd``; False if its queue is full (the caller counts it)."""
+    def _enqueue(self, nd: NodeT, frame: bytes, now: float) -> bool:
+        """Queue ``frame`` at ``nd`` at ``now``; False if its queue is full (the caller
+        counts it)."""
 
     @abstractmethod
     def _drop_queued(self, nd: NodeT) -> None:
@@ -206,7 +207,7 @@ class MacBase(ABC, Generic[SnapT, NodeT]):
         c = self._counters
         c["frames_in"] += 1
         nd = self.nodes[src - 1]
-        if not self._enqueue(nd, frame):
+        if not self._enqueue(nd, frame, now):
             nd.drops += 1
             c["queue_drops"] += 1
             return False

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 
@@ -88,6 +87,7 @@ from manetkit.lab.medium.errormodels import (
     frame_layout,
 )
 from manetkit.lab.medium.fading import CLARKE_COHERENCE, NakagamiFading
+from manetkit.lab.medium.fqcodel import CodelParams, DropTailQueue, FqCodelQueue, TxQueue
 from manetkit.lab.medium.linktable import realistic_link_table
 from manetkit.lab.medium.macbase import CONTEND, COUNTERS, IDLE, TX, Delivery, MacBase, TxStatus
 from manetkit.lab.medium.mobility import World
@@ -242,9 +242,9 @@ class _Node:
         "index",
     )
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, queues: list[TxQueue]) -> None:
         self.index = index
-        self.queues: list[deque[bytes]] = [deque(), deque(), deque(), deque()]
+        self.queues = queues  # one per access category
         self.pending: list[_Exchange | None] = [None, None, None, None]
         self.cw = [0, 0, 0, 0]
         self.state = IDLE
@@ -281,7 +281,9 @@ _Listener = tuple[int, _Node, float, float, int, bool]
 class RealisticMedium(MacBase[LinkBudget, _Node]):
     """The shared channel of one lab under a realistic profile (module docstring)."""
 
-    MODELLED_DROPS = ("queue_drops", "random_losses", "interference_losses", "phy_losses")
+    MODELLED_DROPS = (
+        "queue_drops", "random_losses", "interference_losses", "phy_losses", "codel_drops"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -298,6 +300,8 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         refresh_s: float = 0.05,
         airtime_scale: float = 1.0,
         overhear: bool = True,
+        queue: str = "droptail",
+        codel: CodelParams | None = None,
     ):
         if not airtime_scale > 0:
             raise ValueError("airtime_scale must be > 0")
@@ -375,7 +379,19 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self._fade_until = [-math.inf] * (n * n)
         self._fade_gain = [1.0] * (n * n)
 
-        self.nodes = [_Node(k) for k in range(n)]
+        self.queue = queue
+        if queue == "fq_codel":
+            cp = codel or CodelParams()
+
+            def make() -> TxQueue:
+                return FqCodelQueue(cp)
+        elif queue == "droptail":
+
+            def make() -> TxQueue:
+                return DropTailQueue(queue_frames)
+        else:
+            raise ValueError(f"unknown queue {queue!r} (droptail, fq_codel)")
+        self.nodes = [_Node(k, [make() for _ in range(4)]) for k in range(n)]
         for nd in self.nodes:
             nd.cw = list(self.cw_min)
         self._air: list[_Ppdu] = []  # transmissions on the air now
@@ -388,6 +404,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             "captured": 0,
             "acks_lost": 0,
             "overheard": 0,
+            "codel_drops": 0,
         }
         self.snapshot = self._snap(0.0)
         self._snap_version = world.version
@@ -460,23 +477,24 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
 
     def _drop_queued(self, nd: _Node) -> None:
         for ac in range(4):
-            q = nd.queues[ac]
-            keep = q[0] if nd.pending[ac] is not None and q else None
-            q.clear()
-            if keep is not None:
-                q.append(keep)
+            nd.queues[ac].clear(nd.pending[ac] is not None)
         nd.nq = sum(len(q) for q in nd.queues)
         if nd.state == CONTEND and not nd.queues[nd.ac]:
             nd.state = IDLE  # nothing left to contend for
             nd.gen += 1  # its scheduled start is void
 
-    def _enqueue(self, nd: _Node, frame: bytes) -> bool:
-        """One queue per access category (WMM), or AC_BE's alone."""
+    def _enqueue(self, nd: _Node, frame: bytes, now: float) -> bool:
+        """One queue per access category (WMM), or AC_BE's alone: drop-tail, or
+        FQ-CoDel (``fqcodel.py``), whose limit drops from the longest flow instead."""
         q = nd.queues[access_category(frame) if self.wmm else AC_BE]
-        if len(q) >= self.queue_frames:
+        before = q.overlimit_drops
+        if not q.push(frame, now):
             return False
-        q.append(frame)
-        nd.nq += 1
+        if q.overlimit_drops != before:
+            nd.drops += 1
+            self._counters["queue_drops"] += 1
+        else:
+            nd.nq += 1
         return True
 
     def handle_timer(self, now: float) -> None:
@@ -554,7 +572,15 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         ac = nd.ac
         x = nd.pending[ac]
         if x is None:
-            frame = nd.queues[ac][0]
+            q = nd.queues[ac]
+            before = q.codel_drops
+            frame = q.head(t)
+            if q.codel_drops != before:  # CoDel dropped at the head on the way
+                self._counters["codel_drops"] += q.codel_drops - before
+                nd.nq -= q.codel_drops - before
+            if frame is None:  # it dropped all there was: the next category, if any
+                self._contend(i, t)
+                return
             if frame[0] & 1:
                 dst = -1
             else:
@@ -919,7 +945,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         nd.pending[ac] = None
         q = nd.queues[ac]
         if q:
-            q.popleft()
+            q.pop()
             nd.nq -= 1
         nd.sent += 1
         self._contend(i, t)
