@@ -9,11 +9,23 @@ manetkit makes is left behind.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 
 import pytest
 
 IS_ROOT = os.geteuid() == 0
+
+
+def _term(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    """SIGTERM (a CI timeout, ``kill`` of the job) unwinds the run as Ctrl-C does: each
+    running test's ``finally`` and every fixture's teardown run, so its namespaces,
+    daemons and nft tables go with it (the default action would leave them behind)."""
+    signal.signal(signal.SIGTERM, _term)
 
 
 def pytest_collection_modifyitems(config, items):
