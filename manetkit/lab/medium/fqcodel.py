@@ -13,8 +13,9 @@ medium's clock:
 
 - flows by the kernel's flow hash inputs (``skb_get_hash``: IPv4/IPv6 addresses,
   protocol and TCP/UDP ports; any other frame, ARP or manetkit's own ethertype, by its
-  ethertype alone, which is as far as the flow dissector reads it), one sub-queue each
-  (a dict: no hash collisions, where mac80211 has 4096 buckets);
+  ethertype alone, which is as far as the flow dissector reads it) hashed into 4096
+  buckets (``fq_init``; CRC-32 here, so a run is reproducible), each a sub-queue that
+  keeps its CoDel state while idle, as the kernel's do;
 - deficit round robin between flows with new flows served first (RFC 8290 section 4.1;
   quantum 300 bytes, ``fq_init``);
 - CoDel per flow (RFC 8289 section 5; target 20 ms and interval 100 ms, mac80211's
@@ -32,6 +33,7 @@ counts in the queue until :meth:`pop` and is never dropped from under the MAC.
 from __future__ import annotations
 
 import math
+import zlib
 from collections import deque
 from dataclasses import dataclass
 
@@ -48,6 +50,7 @@ class CodelParams:
     # (RFC 8289 section 5.4 suggests one MTU; mac80211 leaves its cparams.mtu at 0: it
     # never drops a flow's last frame).
     mtu: int = 0
+    buckets: int = 4096
 
 
 def flow_key(frame: bytes) -> bytes:
@@ -74,10 +77,9 @@ def flow_key(frame: bytes) -> bytes:
 
 class _Flow:
     __slots__ = ("frames", "backlog", "deficit", "dropping", "count", "lastcount",
-                 "first_above", "drop_next", "key", "listed")  # fmt: skip
+                 "first_above", "drop_next", "listed")  # fmt: skip
 
-    def __init__(self, key: bytes) -> None:
-        self.key = key
+    def __init__(self) -> None:
         self.frames: deque[tuple[float, bytes]] = deque()
         self.backlog = 0  # bytes
         self.deficit = 0
@@ -94,7 +96,7 @@ class FqCodelQueue:
 
     def __init__(self, params: CodelParams | None = None) -> None:
         self.p = params or CodelParams()
-        self._flows: dict[bytes, _Flow] = {}
+        self._flows: dict[int, _Flow] = {}  # by bucket, created when first used
         self._new: deque[_Flow] = deque()
         self._old: deque[_Flow] = deque()
         self._n = 0  # frames in flows
@@ -111,10 +113,10 @@ class FqCodelQueue:
     def push(self, frame: bytes, now: float) -> bool:
         """Queue ``frame``: always taken (over the limit the longest flow loses its head,
         counted in ``overlimit_drops``)."""
-        key = flow_key(frame)
-        flow = self._flows.get(key)
+        bucket = zlib.crc32(flow_key(frame)) % self.p.buckets
+        flow = self._flows.get(bucket)
         if flow is None:
-            flow = self._flows[key] = _Flow(key)
+            flow = self._flows[bucket] = _Flow()
         if not flow.listed:
             flow.listed = True
             flow.deficit = self.p.quantum
@@ -146,7 +148,10 @@ class FqCodelQueue:
         is sending it): the node detached."""
         if not keep_current:
             self._current = None
-        self._flows.clear()
+        for flow in self._flows.values():
+            flow.frames.clear()
+            flow.backlog = 0
+            flow.listed = False
         self._new.clear()
         self._old.clear()
         self._n = 0
@@ -172,8 +177,7 @@ class FqCodelQueue:
                 if flows is self._new and self._old:
                     self._old.append(flow)  # an emptied new flow goes behind the old ones
                 else:
-                    flow.listed = False
-                    del self._flows[flow.key]
+                    flow.listed = False  # idle; its CoDel state stays
                 continue
             flow.deficit -= len(frame)
             return frame
