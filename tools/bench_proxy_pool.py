@@ -28,6 +28,7 @@ def pool(
     """Every valid or unchecked round of every variant of the ``hops``-hop chain in
     ``files``, in file order; ``tally`` (if given) counts per variant the rounds that were
     ``valid``, ``invalid`` (left out) and ``unchecked`` (no fidelity record)."""
+    tally = {} if tally is None else tally
     rounds: dict[str, list[float]] = {}
     for f in files:
         for lab in json.loads(f.read_text()).get("lab", []):
@@ -37,9 +38,7 @@ def pool(
                 if not (isinstance(v, dict) and "kbps" in v):
                     continue
                 flags = v.get("valid") or [None] * len(v["kbps"])
-                counts = (tally if tally is not None else {}).setdefault(
-                    name, {"valid": 0, "invalid": 0, "unchecked": 0}
-                )
+                counts = tally.setdefault(name, {"valid": 0, "invalid": 0, "unchecked": 0})
                 kept = rounds.setdefault(name, [])
                 for kbps, ok in zip(v["kbps"], flags, strict=True):
                     counts["valid" if ok else "unchecked" if ok is None else "invalid"] += 1

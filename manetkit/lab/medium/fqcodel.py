@@ -238,14 +238,13 @@ class DropTailQueue:
     """A FIFO of at most ``limit`` frames that refuses the newest when full (ns-2's IFQ
     and the lab's default): :class:`FqCodelQueue`'s interface, so the MAC drives either."""
 
-    __slots__ = ("_q", "limit", "codel_drops", "overlimit_drops", "_current")
+    __slots__ = ("_q", "limit", "codel_drops", "overlimit_drops")
 
     def __init__(self, limit: int) -> None:
         self._q: deque[bytes] = deque()
         self.limit = limit
         self.codel_drops = 0
         self.overlimit_drops = 0
-        self._current: bytes | None = None
 
     def __len__(self) -> int:
         return len(self._q)

@@ -238,7 +238,6 @@ class _Node:
         "lock_t",
         "lock_lp",
         "lock_hit",
-        "nq",
         "index",
     )
 
@@ -269,7 +268,6 @@ class _Node:
         self.lock_t = 0.0
         self.lock_lp = 0.0
         self.lock_hit = False  # interference during the locked frame
-        self.nq = 0  # frames in all its queues
 
 
 # What _send needs of one listener r of a sender i, fixed for a snapshot: r, its node,
@@ -379,7 +377,6 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self._fade_until = [-math.inf] * (n * n)
         self._fade_gain = [1.0] * (n * n)
 
-        self.queue = queue
         if queue == "fq_codel":
             cp = codel or CodelParams()
 
@@ -478,7 +475,6 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
     def _drop_queued(self, nd: _Node) -> None:
         for ac in range(4):
             nd.queues[ac].clear(nd.pending[ac] is not None)
-        nd.nq = sum(len(q) for q in nd.queues)
         if nd.state == CONTEND and not nd.queues[nd.ac]:
             nd.state = IDLE  # nothing left to contend for
             nd.gen += 1  # its scheduled start is void
@@ -493,8 +489,6 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         if q.overlimit_drops != before:
             nd.drops += 1
             self._counters["queue_drops"] += 1
-        else:
-            nd.nq += 1
         return True
 
     def handle_timer(self, now: float) -> None:
@@ -577,7 +571,6 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
             frame = q.head(t)
             if q.codel_drops != before:  # CoDel dropped at the head on the way
                 self._counters["codel_drops"] += q.codel_drops - before
-                nd.nq -= q.codel_drops - before
             if frame is None:  # it dropped all there was: the next category, if any
                 self._contend(i, t)
                 return
@@ -943,17 +936,14 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
     def _done(self, i: int, ac: int, t: float) -> None:
         nd = self.nodes[i]
         nd.pending[ac] = None
-        q = nd.queues[ac]
-        if q:
-            q.pop()
-            nd.nq -= 1
+        nd.queues[ac].pop()
         nd.sent += 1
         self._contend(i, t)
 
     # --- introspection --------------------------------------------------------------
 
     def queue_length(self, node: int) -> int:
-        return self.nodes[node - 1].nq
+        return sum(len(q) for q in self.nodes[node - 1].queues)
 
     def link_rule(self) -> str:
         """The ground truth's notion of a usable link, in words (``channel.py``)."""
