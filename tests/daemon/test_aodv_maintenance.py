@@ -158,6 +158,58 @@ def test_failed_local_repair_reports_the_break():
     assert sim.engines[N3].status()["counters"]["local-repairs-failed"] == 1
 
 
+def _break_idle_route(**cfg):
+    """n1 -> n5 over the chain carried one packet at ~0.65 s; n3's link to n4 breaks at
+    4 s, when the route is still valid (RREP lifetime) but idle longer than
+    ACTIVE_ROUTE_TIMEOUT (3 s)."""
+    sim, nodes = settled(5, **cfg)
+    sim.run(duration=2.0)
+    assert sim.engines[N3].route(N5).state is VALID
+    assert sim.engines[N3].route(N5).precursors == {N2}
+    before = len(sim.frames)
+    sim.unlink(N3, N4)
+    sim.link_event(N3, LinkDown(N4))
+    sim.run(duration=0.5)
+    sent = [m for f, m in control(sim, N3) if f in sim.frames[before:]]
+    return sim, sent
+
+
+def test_idle_route_break_is_reported_not_repaired():
+    # 6.11 (i) names breaks found while transmitting data: an idle route gets a RERR to
+    # its precursors and no repair flood (a dense network's idle routes would each start
+    # one at every break).
+    sim, sent = _break_idle_route()
+    assert not [m for m in sent if isinstance(m, aodv.RREQ)]
+    rerr = [m for m in sent if isinstance(m, aodv.RERR)]
+    assert rerr and N5 in [d for d, _ in rerr[0].dests] and not rerr[0].no_delete
+    assert sim.engines[N3].route(N5).state is INVALID
+    counters = sim.engines[N3].status()["counters"]
+    assert counters["local-repairs-idle-skipped"] == 1
+    assert "local-repairs-started" not in counters
+
+
+def test_repair_idle_routes_repairs_them_too():
+    sim, sent = _break_idle_route(repair_idle_routes=True)
+    rreq = [m for m in sent if isinstance(m, aodv.RREQ)]
+    assert rreq and rreq[0].orig == N3 and rreq[0].dest == N5
+    assert sim.engines[N3].status()["counters"]["local-repairs-started"] == 1
+
+
+def test_route_carrying_data_is_repaired_on_a_link_down():
+    # Data forwarded within ACTIVE_ROUTE_TIMEOUT: a LinkDown (not a failed packet)
+    # still starts a repair.
+    sim, nodes = settled(5)
+    sim.send(N1, data(N1, N5, 1))
+    sim.run(duration=1.0)
+    before = len(sim.frames)
+    sim.unlink(N3, N4)
+    sim.link_event(N3, LinkDown(N4))
+    sim.run(duration=0.01)
+    sent = [m for f, m in control(sim, N3) if f in sim.frames[before:]]
+    assert [m.dest for m in sent if isinstance(m, aodv.RREQ)] == [N5]
+    assert sim.engines[N3].route(N5).state is REPAIRING
+
+
 def test_data_without_route_gets_rerr_to_the_sender():
     sim, nodes = settled(3)
     # n2 forgets everything (reboot): n1 still sends through it (6.11 ii).

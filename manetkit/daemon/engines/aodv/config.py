@@ -71,6 +71,11 @@ class AodvConfig(SendBufferSettings, BusSettings):
     local_repair: bool = Field(
         True, description="repair a break near the destination instead of reporting it (6.12)"
     )
+    repair_idle_routes: bool = Field(
+        False,
+        description="also repair routes that carried no data in the last active_route_timeout_ms "
+        "(6.11 (i) names breaks found while transmitting data)",
+    )
     rrep_ack: bool = Field(
         False,
         description="ask for RREP-ACKs and blacklist neighbours that do not answer (6.8)",

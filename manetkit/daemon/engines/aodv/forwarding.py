@@ -119,6 +119,7 @@ class Forwarder:
         t = now + self._art
         if r.expires < t:
             r.expires = t
+        r.used = now
         routes = self._routes
         nh = routes.get(r.next_hop_b)
         if nh is not None and nh.state is VALID and nh.expires < t:

@@ -6,8 +6,10 @@
   else broadcast with TTL 1). The failed packet is re-buffered when this node is its
   source (TCP then sees a delay instead of a loss), buffered when the route is being
   repaired, and otherwise dropped as ``link-break``.
-- 6.12 local repair when the break is within MAX_REPAIR_TTL hops of the destination and
-  the route has precursors: the route stays (REPAIRING), data for it waits, a RREQ goes
+- 6.12 local repair when the break is within MAX_REPAIR_TTL hops of the destination,
+  the route has precursors and carries data (the failed packet's destination, or data
+  forwarded over it within ACTIVE_ROUTE_TIMEOUT; ``repair_idle_routes`` drops that
+  last condition): the route stays (REPAIRING), data for it waits, a RREQ goes
   out from here; a repaired route longer than before is reported with the N flag.
   With TCP-BuS on, the pivot always tries a local repair for a TCP flow
   (Kim, Toh & Choi IV; :mod:`.bus`).
@@ -92,6 +94,13 @@ class Maintenance:
         to: set[IPv4Address] = set()
         exts: list[tuple[int, bytes]] = []
         cfg = self.config
+        # 6.11 (i) names a break found "while transmitting data": repair the failed
+        # packet's destination and routes that carried data lately, not every valid
+        # route over the neighbour. Routes that RREPs of other searches left behind
+        # would otherwise each start a repair flood at every break, and on a dense,
+        # fast network those floods break more links than they mend.
+        idle_s = cfg.active_route_timeout_ms / 1000
+        failed_dst = failed.get("dst")
         for r in self.table:
             if r.state is not VALID or r.next_hop != nb:
                 continue
@@ -99,12 +108,20 @@ class Maintenance:
                 r.seq = seq_next(r.seq)
             extra: dict[str, Any] = {"broken_link": (str(self.address), str(nb))}
             mine = flow is not None and flow.dst == r.dst
-            if failed and failed.get("dst") == str(r.dst):
+            mine_dst = failed_dst == str(r.dst)
+            if mine_dst:
                 extra.update(failed)
             bus = mine and self.bus.on and flow is not None and flow.proto == ipv4.PROTO_TCP
-            if bus or (
-                cfg.local_repair and r.precursors and r.hops <= cfg.max_repair_ttl and r.dst != nb
-            ):
+            repairable = (
+                cfg.local_repair
+                and bool(r.precursors)
+                and r.hops <= cfg.max_repair_ttl
+                and r.dst != nb
+            )
+            carries_data = mine_dst or cfg.repair_idle_routes or now - r.used <= idle_s
+            if repairable and not carries_data:
+                self.counters["local-repairs-idle-skipped"] += 1
+            if bus or (repairable and carries_data):
                 # TCP-BuS (Kim, Toh & Choi IV): the pivot always tries a local repair
                 # for a TCP flow and tells the source with an ERDN.
                 self._start_repair(now, r, packet)

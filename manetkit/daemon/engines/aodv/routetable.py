@@ -81,6 +81,7 @@ class Route:
     confirmed: bool = False  # updated again after the moment it was created (eviction)
     cost: float = -1.0  # by the path metric; -1: the hop count
     order: int = 0  # creation order in its table (eviction's last tie-break)
+    used: float = float("-inf")  # when this node last forwarded data over it (local repair)
 
     def __post_init__(self) -> None:
         self.dst_b = self.dst.packed
