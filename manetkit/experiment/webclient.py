@@ -88,16 +88,36 @@ def fetch(
     retry: NoRouteRetry | None = None,
 ) -> bytes:
     """GET ``path``; the body. Raises on error, timeout (``until``) or the window's end;
-    with ``retry``, a connect with no route is tried again until then (:func:`connect`)."""
-    remaining = min(until, window_end) - time.monotonic()
-    if remaining <= 0:
-        raise _Cut() if window_end <= until else TimeoutError("page timeout")
-    conn = http.client.HTTPConnection(host, port, timeout=remaining)
+    with ``retry``, a connect with no route is tried again until then (:func:`connect`).
+
+    The deadline is for the whole transfer: a socket timeout alone bounds each receive,
+    so a body trickling in over a failing route would finish long after the page's
+    timeout (or the window's end) and count as a completed page."""
+    deadline = min(until, window_end)
+
+    def left() -> float:
+        r = deadline - time.monotonic()
+        if r <= 0:
+            raise _Cut() if window_end <= until else TimeoutError("page timeout")
+        return r
+
+    conn = http.client.HTTPConnection(host, port, timeout=left())
     try:
-        connect(conn, min(until, window_end), retry)
+        connect(conn, deadline, retry)
+        sock = conn.sock  # the response reads from it after conn closes (Connection: close)
+        assert sock is not None
+        sock.settimeout(left())
         conn.request("GET", path, headers={"Connection": "close"})
+        sock.settimeout(left())
         resp = conn.getresponse()
-        body = resp.read()
+        chunks = []
+        while not resp.isclosed():  # closed (the socket with it) once the body is in
+            sock.settimeout(left())
+            chunk = resp.read1(65536)  # one receive: read() would wait for all 64 KiB
+            if not chunk:
+                break
+            chunks.append(chunk)
+        body = b"".join(chunks)
         if resp.status != 200:
             raise OSError(f"HTTP {resp.status} for {path}")
         length = resp.getheader("Content-Length")
