@@ -1,0 +1,148 @@
+"""An experiment's HTTP runs page by page: what the goal's figure leaves out.
+
+The HTTP goal (manetkit/experiment/goals.py) compares the medians of the runs' mean page
+service times over *completed* pages, so a stack that fails its slow pages looks faster
+by that figure. For each stack, over its valid runs, this prints:
+
+Only valid runs count (manetkit/experiment/validity.py); the others are counted.
+
+- pages completed, failed and cut (by the window's end), and the share completed of
+  the pages that ended (completed + failed);
+- ``service``: the median of the runs' mean service times (the goal's figure) with its
+  percentile-bootstrap 95 % interval (manetkit/stats.py);
+- ``censored``: the same with each failed page counted at its timeout, a lower bound of
+  what it would have taken;
+
+and for each ``--pair A:B`` the reduction 1 - A/B of both figures with its interval, and
+page for page: over the transactions both stacks completed, 1 - (A's total service time
+/ B's). A client's i-th transaction asks for the same page in every stack of a seed (its
+random generator is seeded by the seed and the server: manetkit/experiment/webclient.py);
+the repeat r of A is matched with the repeat r of B.
+
+    python3 tools/http_pages.py docs/results/linkq-rwp30-http-20ms \\
+        --pair aodv:babeld --pair aodv:batmand > pages.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from manetkit import stats
+from manetkit.experiment import validity
+
+Key = tuple[int, int, str, int]  # seed, repeat, client, transaction index
+
+
+def _runs(results: Path) -> dict[str, list[dict[str, Any]]]:
+    """The HTTP runs by stack (failed-to-run records left out)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted((results / "runs").glob("*.json")):
+        if f.name.endswith(".error.json"):
+            continue
+        run = json.loads(f.read_text())
+        if run.get("http"):
+            by.setdefault(run["params"]["stack"], []).append(run)
+    return by
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def run_figures(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's pages: counts, mean service time of the completed ones, and the mean with
+    each failed page at its timeout."""
+    timeout = float(run["traffic"]["page_timeout_s"])
+    pages = [p for pair in run["http"]["pairs"] for p in pair["pages"]]
+    done = [p["service_s"] for p in pages if p["ok"]]
+    failed = sum(1 for p in pages if not p["ok"] and not p.get("cut"))
+    return {
+        "completed": len(done),
+        "failed": failed,
+        "cut": sum(1 for p in pages if not p["ok"] and p.get("cut")),
+        "service_s": _mean(done),
+        "censored_s": _mean(done + [timeout] * failed),
+    }
+
+
+def _transactions(run: dict[str, Any]) -> dict[Key, dict[str, Any]]:
+    p = run["params"]
+    return {
+        (p["seed"], p.get("repeat", 1), pair["client"], i): page
+        for pair in run["http"]["pairs"]
+        for i, page in enumerate(pair["pages"])
+    }
+
+
+def page_for_page(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[str, Any]:
+    """1 - ours / theirs over the transactions both completed (the same page asked)."""
+    a = {k: v for r in ours for k, v in _transactions(r).items()}
+    b = {k: v for r in theirs for k, v in _transactions(r).items()}
+    both = [k for k in a.keys() & b.keys() if a[k]["ok"] and b[k]["ok"]]
+    same = [k for k in both if a[k]["page"] == b[k]["page"]]
+    sa = sum(a[k]["service_s"] for k in same)
+    sb = sum(b[k]["service_s"] for k in same)
+    return {
+        "pages": len(same),
+        "different_page": len(both) - len(same),  # should be 0: the clients' seeding
+        "ours_s": round(sa, 3),
+        "theirs_s": round(sb, 3),
+        "reduction": round(1 - sa / sb, 4) if sb > 0 else None,
+    }
+
+
+def main(results: Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    by = _runs(results)
+    split = {s: validity.split(rs) for s, rs in by.items()}
+    valid = {s: v["valid"] for s, v in split.items()}
+    figs = {s: [run_figures(r) for r in rs] for s, rs in valid.items()}
+    out: dict[str, Any] = {"stacks": {}, "pairs": {}}
+    for stack, fs in sorted(figs.items()):
+        done = sum(f["completed"] for f in fs)
+        failed = sum(f["failed"] for f in fs)
+        service = [f["service_s"] for f in fs if f["service_s"] is not None]
+        censored = [f["censored_s"] for f in fs if f["censored_s"] is not None]
+        out["stacks"][stack] = {
+            "runs": len(fs),
+            "invalid_runs": len(split[stack]["invalid"]),
+            "unrecorded_runs": len(split[stack]["unrecorded"]),  # made before fidelity
+            "completed": done,
+            "failed": failed,
+            "cut": sum(f["cut"] for f in fs),
+            "completed_share": round(done / (done + failed), 4) if done + failed else None,
+            "service": stats.median_ci(service).to_json() if service else None,
+            "censored": stats.median_ci(censored).to_json() if censored else None,
+        }
+    for ours, theirs in pairs:
+        if ours not in figs or theirs not in figs:
+            continue
+        got: dict[str, Any] = {}
+        for what in ("service_s", "censored_s"):
+            a = [f[what] for f in figs[ours] if f[what] is not None]
+            b = [f[what] for f in figs[theirs] if f[what] is not None]
+            got[what.removesuffix("_s")] = stats.reduction_ci(a, b).to_json() if a and b else None
+        got["page_for_page"] = page_for_page(valid[ours], valid[theirs])
+        out["pairs"][f"{ours}/{theirs}"] = got
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", type=Path, help="an experiment's results directory")
+    ap.add_argument(
+        "--pair", action="append", default=[], metavar="OURS:THEIRS",
+        help="how much lower OURS's page times are than THEIRS's (repeatable)",
+    )  # fmt: skip
+    a = ap.parse_args()
+    if not (a.results / "runs").is_dir():
+        ap.error(f"{a.results}: no runs/ directory (not an experiment's results)")
+    pairs = []
+    for p in a.pair:
+        ours, sep, theirs = p.partition(":")
+        if not sep or not ours or not theirs:
+            ap.error(f"--pair {p!r}: give OURS:THEIRS, two stack names")
+        pairs.append((ours, theirs))
+    print(json.dumps(main(a.results, pairs), indent=1))
