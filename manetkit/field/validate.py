@@ -29,6 +29,29 @@ def freq(value: str) -> int:
     return mhz
 
 
+# Legacy 802.11 rates (Mbit/s) a multicast rate can take: DSSS/CCK and OFDM; cfg80211
+# refuses one the band does not have, so only 6..54 on 5 GHz.
+LEGACY_RATES = (1.0, 2.0, 5.5, 11.0, 6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)
+
+
+def mcast_rate(value: str | None, mhz: int) -> str | None:
+    """``--mcast-rate``: a legacy rate of the band, printed as iw and wpa_supplicant
+    take it (Mbit/s: ``5.5``, ``6``)."""
+    if value is None:
+        return None
+    try:
+        rate = float(value)
+    except ValueError:
+        raise ScriptError(f"--mcast-rate: {value!r} is not a number of Mbit/s") from None
+    band = LEGACY_RATES if mhz < 5000 else LEGACY_RATES[4:]
+    if rate not in band:
+        raise ScriptError(
+            f"--mcast-rate: {value} Mbit/s is not a legacy rate of the "
+            f"{'2.4' if mhz < 5000 else '5'} GHz band ({', '.join(f'{r:g}' for r in band)})"
+        )
+    return f"{rate:g}"
+
+
 def bssid(value: str) -> str:
     if not _MAC.match(value):
         raise ScriptError(f"--bssid: {value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")

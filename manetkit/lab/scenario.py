@@ -82,6 +82,7 @@ REALISTIC_FIELDS = (
     "cca_ed_threshold_dbm",
     "capture_threshold_db",
     "usable_per",
+    "mcast_rate_mbps",
     "node_offsets",
 )
 NS2_ONLY_FIELDS = ("interference", "priqueue")
@@ -100,6 +101,8 @@ class Radio(_Strict):
     standard: Literal["802.11b", "802.11g"] | None = None
     rate_mbps: float = 2.0
     basic_rate_mbps: float | None = None
+    # realistic profiles: broadcasts and multicasts at this rate (iw's mcast-rate)
+    mcast_rate_mbps: float | None = None
     queue_frames: int = Field(50, ge=1, le=100_000)
     retry_limit: int = Field(7, ge=0, le=255)
     loss: float = Field(0.0, ge=0.0, le=1.0)
@@ -155,7 +158,7 @@ class Radio(_Strict):
             data["rate_mbps"] = default_value("rate_mbps", data["profile"], std)
         return data
 
-    @field_validator("rate_mbps", "basic_rate_mbps")
+    @field_validator("rate_mbps", "basic_rate_mbps", "mcast_rate_mbps")
     @classmethod
     def _known_rate(cls, v: float | None, info: ValidationInfo) -> float | None:
         if v is None:

@@ -77,9 +77,23 @@ def test_ibss_up_encrypted_writes_a_private_wpa_config(tmp_path):
     assert list(tmp_path.iterdir()) == []  # dry run: nothing written
 
 
+def test_ibss_up_with_a_multicast_rate():
+    done = run("ibss-up", "--dry-run", "-i", "wlan0", "--mcast-rate", "6.0")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        "iw dev wlan0 ibss join manetkit 2412 fixed-freq 02:ca:fe:00:00:01 mcast-rate 6"
+    )
+    done = run("ibss-up", "--dry-run", "-i", "wlan0", "--mcast-rate", "5.5", "--psk", "x" * 8)
+    assert done.returncode == 0, done.stderr
+    assert "\tbssid=02:ca:fe:00:00:01\n\tmcast_rate=5.5\n" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (["--mcast-rate", "7"], "--mcast-rate: 7 Mbit/s is not a legacy rate of the 2.4 GHz"),
+        (["--mcast-rate", "11", "--freq", "5180"], "not a legacy rate of the 5 GHz band"),
+        (["--mcast-rate", "fast"], "--mcast-rate: 'fast' is not a number"),
         (["--freq", "2413"], "--freq: 2413 MHz is not an IBSS channel"),
         (["--freq", "5260"], "--freq: 5260 MHz is not an IBSS channel"),  # DFS
         (["--freq", "two"], "--freq: 'two' is not a number"),

@@ -280,3 +280,40 @@ def test_detaching_a_contending_node_cancels_its_start():
     m.set_attached(1, False)
     d, s = run_events(m, 1.0, t=0.01)
     assert s == [] and m.get_timer() is None and m.queue_length(1) == 0
+
+
+def test_a_multicast_rate_sends_broadcasts_faster_and_leaves_the_ack_at_the_basic_rate():
+    """iw's ``mcast-rate`` (NL80211_ATTR_MCAST_RATE): mac80211 sends an IBSS's group
+    frames at it; ACKs still go at the basic rate."""
+    m = medium([(0.0, 0.0), (20.0, 0.0)], CALM.with_(mcast_rate_mbps=11.0))
+    m.transmit(0.0, 1, frame(1, None))
+    t = m.get_timer()
+    m.handle_timer(t)
+    assert m.get_timer() - t == pytest.approx(ppdu_us(1536, 11.0) * 1e-6)
+    run_events(m, 1.0)
+    m.transmit(1.0, 1, frame(1, 2))
+    t = m.get_timer()
+    m.handle_timer(t)
+    data = ppdu_us(1536, 11.0) * 1e-6
+    m.handle_timer(t + data)
+    ack_start = m.get_timer()
+    m.handle_timer(ack_start)
+    assert m.get_timer() - ack_start == pytest.approx(ppdu_us(14, 1.0) * 1e-6)
+
+
+def test_a_multicast_rate_shortens_the_broadcasts_reach():
+    """The gray zone's cause (broadcasts at 1 Mbit/s reach past where data works) shrinks
+    when group frames go faster, the operator's remedy in IBSS meshes: at 200 m (between
+    11 Mbit/s's reach, ~145 m here, and 1 Mbit/s's, ~265 m) hellos arrive at the basic
+    rate and not at an 11 Mbit/s multicast rate."""
+
+    def heard(profile) -> int:
+        m = medium([(0.0, 0.0), (200.0, 0.0)], profile)
+        for k in range(20):
+            m.transmit(k * 0.05, 1, frame(1, None, 100))
+            run_events(m, k * 0.05 + 0.049, t=k * 0.05)
+        run_events(m, 2.0, t=1.0)
+        return m.counters["delivered"]
+
+    assert heard(CALM) == 20
+    assert heard(CALM.with_(mcast_rate_mbps=11.0)) == 0

@@ -114,6 +114,12 @@ def test_defaults(tmp_path):
             "not an 802.11g rate",
         ),
         (
+            "nodes: 2\nradio: {profile: outdoor, standard: 802.11b, mcast_rate_mbps: 6}\n",
+            "radio.mcast_rate_mbps",
+            "6 Mbit/s is not an 802.11b rate",
+        ),
+        ("nodes: 2\nradio: {mcast_rate_mbps: 2}\n", "radio", "realistic-profile field(s)"),
+        (
             "nodes: 2\nradio: {profile: outdoor, nakagami_m: 0.2}\n",
             "radio.nakagami_m",
             "Nakagami's m is",
@@ -174,6 +180,11 @@ def test_realistic_profile_defaults_and_overrides(tmp_path):
     assert p.nakagami_m is None  # 0 turns fading off
     assert p.reference_loss_db == pytest.approx(40.273, abs=1e-3)  # Friis at 2462 MHz
     assert p.node_offsets[1].tx_power_db == -6
+    assert p.broadcast_rate_mbps == 1.0  # no multicast rate: the basic rate (802.11b)
+    m = load_scenario(write(tmp_path, "nodes: 2\nradio: {profile: outdoor}\n"),
+                      {"radio.mcast_rate_mbps": "5.5"})  # fmt: skip
+    p = m.radio.phy_profile({"n1": 0, "n2": 1})
+    assert (p.mcast_rate_mbps, p.broadcast_rate_mbps, p.basic_rate_mbps) == (5.5, 5.5, 1.0)
     # the ns2 profile is untouched by all of this
     assert load_scenario(write(tmp_path, "nodes: 2\n")).radio.profile == "ns2"
 

@@ -98,6 +98,14 @@ PARAMETERS: dict[str, Parameter] = {
         _b_g(1.0, 6.0),
         "broadcasts, multicasts, ACK, RTS/CTS: the lowest basic rate",
     ),
+    "mcast_rate_mbps": Parameter(
+        None,
+        None,
+        "null = the basic rate; a rate of the standard = broadcasts and multicasts at it, "
+        "ACK/RTS/CTS still at the basic rate (`iw dev IF ibss join ... mcast-rate R`, "
+        "wpa_supplicant's `mcast_rate`: NL80211_ATTR_MCAST_RATE; IBSS meshes such as "
+        "Freifunk's run 6 Mbit/s)",
+    ),
     "rate_control": Parameter(
         "fixed",
         "fixed",
@@ -146,6 +154,7 @@ class PhyProfile:
     capture_threshold_db: float | None
     rate_mbps: float
     basic_rate_mbps: float
+    mcast_rate_mbps: float | None
     rate_control: str
     wmm: bool
     usable_per: float
@@ -158,6 +167,11 @@ class PhyProfile:
     @property
     def bandwidth_hz(self) -> float:
         return DSSS_BANDWIDTH_HZ if self.standard == "802.11b" else OFDM_BANDWIDTH_HZ
+
+    @property
+    def broadcast_rate_mbps(self) -> float:
+        """The rate of broadcasts and multicasts: the multicast rate, else the basic rate."""
+        return self.mcast_rate_mbps or self.basic_rate_mbps
 
     @property
     def rates(self) -> tuple[float, ...]:

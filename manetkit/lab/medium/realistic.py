@@ -36,7 +36,9 @@ generator for the shadowing). The physics (docs/medium.md has the equations):
   another transmission began has not sensed it yet (the slot is defined as the time to
   notice a transmission, 802.11-2020 10.3.7): it transmits too, and both frames meet at
   the receivers as interference.
-- Exchanges: a broadcast or multicast goes once at the basic rate, no ACK. A unicast is
+- Exchanges: a broadcast or multicast goes once at the basic rate (or the profile's
+  multicast rate, as mac80211 sends an IBSS's group frames at its ``mcast-rate``), no
+  ACK. A unicast is
   [RTS, SIFS, CTS, SIFS,] data, SIFS, ACK, every response SIFS after the frame it
   answers and subject to the same physics, RTS/CTS/ACK at the basic rate and the data at
   the attempt's rate from the rate controller's retry chain (``ratecontrol.py``: fixed
@@ -338,6 +340,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         self.cw_max = [p.cw_max for p in params]
         self.wmm = profile.wmm
         self.basic = profile.basic_rate_mbps
+        self.bcast_rate = profile.broadcast_rate_mbps  # mcast-rate, when set
         plcp = ppdu_us(0, self.basic, short_preamble)
         self.timeout = (phy.sifs_us + phy.slot_us + plcp) * us
         self._ack = self._ppdu_s(ACK_BYTES, self.basic)
@@ -586,7 +589,7 @@ class RealisticMedium(MacBase[LinkBudget, _Node]):
         nd.state = TX
         self._counters["transmissions"] += 1
         if x.dst == -1:
-            self._send(i, BCAST, x, t, x.mpdu, self.basic)
+            self._send(i, BCAST, x, t, x.mpdu, self.bcast_rate)
             return
         x.rate = x.chain[x.attempt]
         x.data_s = self._layout(x.mpdu, x.rate)[0]
