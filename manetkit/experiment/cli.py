@@ -40,6 +40,8 @@ def run_spec(args: argparse.Namespace) -> int:
     from manetkit.experiment.spec import Wrk, check_stacks_built, load_spec
     from manetkit.lab import tcpcc
 
+    if args.retry_invalid < 0:
+        raise UserError(f"--retry-invalid: {args.retry_invalid} is negative (0 or more retries)")
     spec_file = Path(args.target)
     spec = load_spec(spec_file)
     out = Path(args.out) if args.out else Path("results") / spec.name
@@ -60,6 +62,7 @@ def run_spec(args: argparse.Namespace) -> int:
         res = runner.run_matrix(
             spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
             keep_work=args.keep_work, redo_invalid=args.redo_invalid,
+            retry_invalid=args.retry_invalid,
         )  # fmt: skip
     console.print(
         f"made {len(res.done)}, already done {len(res.skipped)}, failed {len(res.failed)}, "
@@ -115,5 +118,10 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--redo-invalid", action="store_true",
         help="make the runs whose emulation did not hold again (the first tries stay, "
         "counted as invalid)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--retry-invalid", type=int, default=0, metavar="N",
+        help="make a run that comes out invalid again at once, up to N more times "
+        "(each invalid try stays, counted as invalid)",
     )  # fmt: skip
     parser.set_defaults(func=run)

@@ -13,6 +13,9 @@ run keeps besides its JSON (``work/<name>/keep/``: the routing snapshots) moves 
 ``--redo-invalid`` makes every run whose fidelity verdict is invalid again: its JSON (and
 kept files) move to ``runs/<name>.invalid-<k>.json`` first, so the report still counts it
 among the invalid runs and a matrix's every invalid try stays on record.
+``--retry-invalid N`` does the same at once, in the same pass: a run that comes out invalid
+is set aside and made again, up to N more times, so a matrix left to run unattended ends
+with its cells filled by valid runs where the machine allows.
 """
 
 from __future__ import annotations
@@ -114,10 +117,12 @@ def run_matrix(
     spec_file: Path | None = None,
     keep_work: bool = False,
     redo_invalid: bool = False,
+    retry_invalid: int = 0,
 ) -> Outcome:
     """Make every run of ``spec`` not already done in ``out`` (with ``redo_invalid``, an
     invalid run counts as not done: :func:`set_aside_invalid`); at most ``limit`` runs
-    (``--limit``); each under ``lock`` if given (taken per run, not for the matrix)."""
+    (``--limit``); each under ``lock`` if given (taken per run, not for the matrix). A run
+    that comes out invalid is set aside and made again up to ``retry_invalid`` times."""
     runs = spec.runs()
     (out / "runs").mkdir(parents=True, exist_ok=True)
     copy = out / "spec.yaml"
@@ -147,28 +152,44 @@ def run_matrix(
                 result.left = [x.name for x in todo[k:]]
                 break
             progress.update(task, current=r.name)
-            work = out / "work" / r.name
-            err = out / "runs" / f"{r.name}.error.json"
-            try:
-                with labrun.locked(lock):
-                    doc = run_fn(spec, r, work)
-            except Exception as exc:  # noqa: BLE001 - one failed run must not stop the matrix
-                result.failed.append(r.name)
-                report.write(out / "runs", f"{r.name}.error", {
-                    "status": "failed", "run": r.name, "params": r.params(),
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "traceback": traceback.format_exc(limit=8),
-                })  # fmt: skip
-                progress.console.print(f"[red]failed[/] {r.name}: {type(exc).__name__}: {exc}")
-            else:
-                report.write(out / "runs", r.name, doc)
-                keep_files(work / KEEP, out / "runs" / r.name)
-                err.unlink(missing_ok=True)
-                result.done.append(r.name)
-                if not keep_work:
-                    shutil.rmtree(work, ignore_errors=True)
+            for attempt in range(1 + retry_invalid):
+                if attempt and set_aside_invalid(out, r) is None:
+                    break  # valid (or failed: a failure is tried again on the next pass)
+                if attempt:
+                    progress.console.print(f"[yellow]invalid[/] {r.name}: made again")
+                _make_one(spec, r, out, run_fn, lock, keep_work, result, progress)
             progress.advance(task)
         progress.update(task, current="")
     with contextlib.suppress(OSError):
         (out / "work").rmdir()  # only when empty
     return result
+
+
+def _make_one(
+    spec: Spec, r: Run, out: Path, run_fn: RunFn, lock: str | None, keep_work: bool,
+    result: Outcome, progress: Progress,
+) -> None:  # fmt: skip
+    """One try of run ``r``: its JSON (or ``.error.json``) written, its kept files moved."""
+    work = out / "work" / r.name
+    err = out / "runs" / f"{r.name}.error.json"
+    try:
+        with labrun.locked(lock):
+            doc = run_fn(spec, r, work)
+    except Exception as exc:  # noqa: BLE001 - one failed run must not stop the matrix
+        result.failed.append(r.name)
+        if r.name in result.done:  # a retry of an invalid try failed: no result now
+            result.done.remove(r.name)
+        report.write(out / "runs", f"{r.name}.error", {
+            "status": "failed", "run": r.name, "params": r.params(),
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=8),
+        })  # fmt: skip
+        progress.console.print(f"[red]failed[/] {r.name}: {type(exc).__name__}: {exc}")
+        return
+    report.write(out / "runs", r.name, doc)
+    keep_files(work / KEEP, out / "runs" / r.name)
+    err.unlink(missing_ok=True)
+    if r.name not in result.done:
+        result.done.append(r.name)
+    if not keep_work:
+        shutil.rmtree(work, ignore_errors=True)

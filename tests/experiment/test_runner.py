@@ -167,3 +167,64 @@ def test_a_signal_stops_the_matrix_and_a_forked_helper_dies_by_it():
     finally:
         signal.signal(signal.SIGTERM, old)
     assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM
+
+
+class InvalidTimes(FakeRuns):
+    """Each run is invalid on its first ``bad`` tries (by name), valid after them."""
+
+    def __init__(self, bad: dict[str, int]):
+        super().__init__()
+        self.bad = bad
+
+    def __call__(self, spec, run, work):
+        doc = super().__call__(spec, run, work)
+        valid = self.made.count(run.name) > self.bad.get(run.name, 0)
+        return doc | {"fidelity": {"valid": valid, "reasons": [] if valid else ["lag"]}}
+
+
+def test_retry_invalid_makes_an_invalid_run_again_at_once_up_to_n_times(tmp_path):
+    spec = spec_from_dict(SPEC)
+    names = [r.name for r in spec.runs()]
+    # names[0] valid at its 2nd try; names[1] invalid 5 times, more than 2 retries allow
+    fake = InvalidTimes({names[0]: 1, names[1]: 5})
+    res = runner.run_matrix(spec, tmp_path, fake, retry_invalid=2)
+    # each retry follows its invalid try at once, before the next run
+    assert fake.made == [names[0], names[0], names[1], names[1], names[1], names[2], names[3]]
+    assert res.done == names and res.failed == []
+    runs = tmp_path / "runs"
+    assert sorted(p.name for p in runs.glob("*.invalid-*.json")) == sorted(
+        [f"{names[0]}.invalid-1.json", f"{names[1]}.invalid-1.json", f"{names[1]}.invalid-2.json"]
+    )
+    states = [runner.state(tmp_path, r) for r in spec.runs()]
+    assert states == ["done", "invalid", "done", "done"]  # out of retries: stays invalid
+    # the report's fidelity count sees every try: 3 valid runs, names[1] invalid 3 times
+    from manetkit.experiment.report import fidelity_summary, load_runs
+
+    summary = fidelity_summary(load_runs(tmp_path))
+    assert summary["valid"] == 3 and len(summary["invalid"]) == 4
+
+
+def test_a_retry_that_fails_leaves_the_run_failed_and_its_invalid_try_on_record(tmp_path):
+    spec = spec_from_dict(SPEC | {"stacks": ["dsr"], "speeds": [1]})
+    (name,) = [r.name for r in spec.runs()]
+
+    class FailsOnRetry(InvalidTimes):
+        def __call__(self, spec, run, work):
+            if self.made.count(run.name) == 1:
+                self.made.append(run.name)
+                raise RuntimeError("lab broke")
+            return super().__call__(spec, run, work)
+
+    res = runner.run_matrix(spec, tmp_path, FailsOnRetry({name: 1}), retry_invalid=3)
+    assert res.done == [] and res.failed == [name]
+    assert (tmp_path / "runs" / f"{name}.invalid-1.json").exists()
+    assert (tmp_path / "runs" / f"{name}.error.json").exists()
+
+
+def test_a_negative_retry_count_is_refused(tmp_path):
+    from tests.helpers.lab import manetkit
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(json.dumps(SPEC))
+    r = manetkit("experiment", str(spec), "--retry-invalid", "-1", check=False)
+    assert r.returncode == 2 and "--retry-invalid: -1 is negative" in r.stderr
