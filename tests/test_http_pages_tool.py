@@ -54,3 +54,25 @@ def test_the_stack_that_fails_its_slow_pages_is_not_faster_page_for_page(tmp_pat
     ppp = pair["page_for_page"]
     assert ppp["pages"] == 10 and ppp["different_page"] == 0
     assert abs(ppp["reduction"] - (1 - 40 / 30)) < 1e-4
+
+
+def test_the_air_figures_are_medians_over_the_runs_and_absent_where_unrecorded(
+    tmp_path: Path,
+) -> None:
+    for seed, (acked, control) in enumerate([(10, 500), (30, 700), (20, 600)], start=1):
+        _run(tmp_path, "aodv", seed, [_page(1, 1.0)])
+        f = tmp_path / "runs" / f"aodv_s{seed}.json"
+        doc = json.loads(f.read_text())
+        # attempts over two rates: the share is of all of them
+        doc["rates"] = {
+            "totals": {"1": {"attempts": 60, "acked": acked}, "11": {"attempts": 40, "acked": 0}}
+        }
+        doc["control"] = {"control_packets": control}
+        doc["window"] = {"duration_s": 100.0}
+        f.write_text(json.dumps(doc))
+    _run(tmp_path, "batmand", 1, [_page(1, 1.0)])  # made before runs recorded rates
+    out = main(tmp_path, [])
+    assert out["stacks"]["aodv"]["unicast_acked"] == 0.2  # 20 of 100 attempts, the median run
+    assert out["stacks"]["aodv"]["control_per_s"] == 6.0
+    assert out["stacks"]["batmand"]["unicast_acked"] is None
+    assert out["stacks"]["batmand"]["control_per_s"] is None

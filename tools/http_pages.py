@@ -12,6 +12,10 @@ Only valid runs count (manetkit/experiment/validity.py); the others are counted.
   percentile-bootstrap 95 % interval (manetkit/stats.py);
 - ``censored``: the same with each failed page counted at its timeout, a lower bound of
   what it would have taken;
+- ``unicast_acked``: the median over the runs of the share of unicast transmit attempts
+  that were acknowledged (the run's ``rates``: a stack on long, weak links pays retries),
+  and ``control_per_s``: the median of the network-wide routing control packets per
+  second of window (the run's ``control``);
 
 and for each ``--pair A:B`` the reduction 1 - A/B of both figures with its interval, and
 page for page: over the transactions both stacks completed, 1 - (A's total service time
@@ -68,6 +72,28 @@ def run_figures(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _median(xs: list[float]) -> float | None:
+    xs = sorted(xs)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def air_figures(run: dict[str, Any]) -> dict[str, float | None]:
+    """A run's share of acknowledged unicast attempts and its control packets per second
+    (None where the run did not record them)."""
+    totals = (run.get("rates") or {}).get("totals") or {}
+    attempts = sum(t["attempts"] for t in totals.values())
+    acked = sum(t["acked"] for t in totals.values())
+    control = (run.get("control") or {}).get("control_packets")
+    window = (run.get("window") or {}).get("duration_s")
+    return {
+        "unicast_acked": acked / attempts if attempts else None,
+        "control_per_s": control / window if control is not None and window else None,
+    }
+
+
 def _transactions(run: dict[str, Any]) -> dict[Key, dict[str, Any]]:
     p = run["params"]
     return {
@@ -99,6 +125,7 @@ def main(results: Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     split = {s: validity.split(rs) for s, rs in by.items()}
     valid = {s: v["valid"] for s, v in split.items()}
     figs = {s: [run_figures(r) for r in rs] for s, rs in valid.items()}
+    air = {s: [air_figures(r) for r in rs] for s, rs in valid.items()}
     out: dict[str, Any] = {"stacks": {}, "pairs": {}}
     for stack, fs in sorted(figs.items()):
         done = sum(f["completed"] for f in fs)
@@ -116,6 +143,9 @@ def main(results: Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
             "service": stats.median_ci(service).to_json() if service else None,
             "censored": stats.median_ci(censored).to_json() if censored else None,
         }
+        for what in ("unicast_acked", "control_per_s"):
+            m = _median([a[what] for a in air[stack] if a[what] is not None])
+            out["stacks"][stack][what] = round(m, 4) if m is not None else None
     for ours, theirs in pairs:
         if ours not in figs or theirs not in figs:
             continue
