@@ -69,9 +69,10 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     # bulk: seeds, runs, the runs' mean and median, expected, the ratio's mean, control
     assert "| rwp-30 | bulk1 | dsr | 1 | 1,2 | 2 | 1 | 500.0 | 500.0 | 800.0 | 0.62 | 2.0 |" in md
     assert "| rwp-30 | bulk1 | aodv | 20 | 1 | 1 | 1 | 321.5 | 321.5 | 600.0 | 0.54 |" in md
-    # http: pages done / failed, mean and median service time over every page
-    assert "| rwp-30 | http | dsr | 10 | 1 | 1 | 3 | 1 | 3.00 | 2.00 | - |" in md
-    assert "| rwp-30 | http | aodv | 10 | 1 | 1 | 2 | 0 | 0.62 | 0.75 | - |" in md
+    # http: pages done / failed, mean and median service time over every page, the share
+    # completed, and no failed-at-timeout mean where the run records no page timeout
+    assert "| rwp-30 | http | dsr | 10 | 1 | 1 | 3 | 1 | 3.00 | 2.00 | 75 | - | - |" in md
+    assert "| rwp-30 | http | aodv | 10 | 1 | 1 | 2 | 0 | 0.62 | 0.75 | 100 | 0.62 | - |" in md
     # the invalid run: out of the tables (seed 3 is nowhere), listed with its lag
     assert "0 valid, 1 invalid, 7 without a fidelity record" in md
     assert "| rwp-30_dsr_none_v1_s3_bulk1 | 40 | 120 | 1.2 | medium scheduling lag p99" in md
@@ -92,6 +93,16 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
         "rwp-30_dsr_none_v1_s3_bulk1": ["medium scheduling lag p99 40 ms > 5 ms"]
     }
     assert summary["http"][0]["pages_completed"] == 2
+
+
+def test_failed_pages_count_at_their_timeout_and_cut_pages_not_at_all():
+    run = http_run("dsr", [1.0, 2.0, 3.0], 1)
+    run["traffic"] = {"page_timeout_s": 30.0}
+    run["http"]["pairs"][0]["pages"].append({"ok": False, "cut": True, "bytes": 0})
+    (row,) = report.http_rows([run])
+    assert row["service_mean_s"] == 2.0  # the completed pages alone
+    assert row["completed_pct"] == 75.0  # 3 of the 4 that ended; the cut page did not
+    assert row["censored_mean_s"] == 9.0  # (1 + 2 + 3 + 30) / 4
 
 
 def test_a_cbr_background_gets_a_column_only_where_runs_had_one():
