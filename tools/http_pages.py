@@ -36,6 +36,7 @@ from typing import Any
 
 from manetkit import stats
 from manetkit.experiment import validity
+from manetkit.experiment.report import http_page_outcomes
 
 Key = tuple[int, int, str, int]  # seed, repeat, client, transaction index
 
@@ -60,13 +61,11 @@ def run_figures(run: dict[str, Any]) -> dict[str, Any]:
     """A run's pages: counts, mean service time of the completed ones, and the mean with
     each failed page at its timeout."""
     timeout = float(run["traffic"]["page_timeout_s"])
-    pages = [p for pair in run["http"]["pairs"] for p in pair["pages"]]
-    done = [p["service_s"] for p in pages if p["ok"]]
-    failed = sum(1 for p in pages if not p["ok"] and not p.get("cut"))
+    done, failed, cut = http_page_outcomes(run)
     return {
         "completed": len(done),
         "failed": failed,
-        "cut": sum(1 for p in pages if not p["ok"] and p.get("cut")),
+        "cut": cut,
         "service_s": _mean(done),
         "censored_s": _mean(done + [timeout] * failed),
     }

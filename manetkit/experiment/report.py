@@ -207,28 +207,34 @@ def bulk_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def http_page_outcomes(run: dict[str, Any]) -> tuple[list[float], int, int]:
+    """A run's pages: the service times of the completed ones, how many failed, and how
+    many the window's end cut (those have not ended)."""
+    pages = [p for pair in run["http"]["pairs"] for p in pair["pages"]]
+    done = [p["service_s"] for p in pages if p["ok"]]
+    cut = sum(1 for p in pages if not p["ok"] and p.get("cut"))
+    return done, len(pages) - len(done) - cut, cut
+
+
 def _http_censored(runs: list[dict[str, Any]]) -> tuple[float | None, float | None]:
     """The share of the ended pages that completed (in %), and the mean page time with
     each failed page counted at its run's page timeout, a lower bound of what the failed
     pages would have taken: the completed pages' mean alone rewards a stack that fails
     its slow pages. The mean is None where a failed page's run records no page timeout
     (made before pages had one). Pages cut by the window's end count in neither."""
-    done: list[float] = []
-    failed: list[float] = []
+    times: list[float] = []
+    ended = completed = 0
     unknown = False
     for d in runs:
+        done, failed, _ = http_page_outcomes(d)
         timeout = (d.get("traffic") or {}).get("page_timeout_s")
-        for pair in d["http"]["pairs"]:
-            for p in pair["pages"]:
-                if p["ok"]:
-                    done.append(p["service_s"])
-                elif not p.get("cut"):
-                    unknown |= timeout is None
-                    failed.append(float(timeout or 0.0))
-    ended = len(done) + len(failed)
+        unknown |= failed > 0 and timeout is None
+        times += done + [float(timeout or 0.0)] * failed
+        completed += len(done)
+        ended += len(done) + failed
     if not ended:
         return None, None
-    return 100.0 * len(done) / ended, None if unknown else out.mean(done + failed)
+    return 100.0 * completed / ended, None if unknown else out.mean(times)
 
 
 def http_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
