@@ -76,3 +76,19 @@ def test_the_air_figures_are_medians_over_the_runs_and_absent_where_unrecorded(
     assert out["stacks"]["aodv"]["control_per_s"] == 6.0
     assert out["stacks"]["batmand"]["unicast_acked"] is None
     assert out["stacks"]["batmand"]["control_per_s"] is None
+
+
+def test_several_cells_name_their_stacks_by_directory_and_pair_across_cells(
+    tmp_path: Path,
+) -> None:
+    basic, mcast = tmp_path / "cell-basic", tmp_path / "cell-mcast"
+    for seed in (1, 2, 3):
+        _run(basic, "aodv", seed, [_page(1, 5.0), _page(2, 5.0)])
+        _run(mcast, "aodv", seed, [_page(1, 4.0), _page(2, 4.0)])
+    out = main([basic, mcast], [("aodv@cell-mcast", "aodv@cell-basic")])
+    assert set(out["stacks"]) == {"aodv@cell-basic", "aodv@cell-mcast"}
+    pair = out["pairs"]["aodv@cell-mcast/aodv@cell-basic"]
+    assert abs(pair["service"]["estimate"] - 0.2) < 1e-9  # 4 s against 5 s
+    assert pair["page_for_page"]["pages"] == 6  # the same seeds ask for the same pages
+    # one directory keeps the plain stack names
+    assert set(main(basic, [])["stacks"]) == {"aodv"}

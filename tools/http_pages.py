@@ -25,6 +25,14 @@ the repeat r of A is matched with the repeat r of B.
 
     python3 tools/http_pages.py docs/results/linkq-rwp30-http-20ms \\
         --pair aodv:babeld --pair aodv:batmand > pages.json
+
+Given several results directories (cells made with the same seeds, e.g. one setting
+against another, made on different days: not side by side), each stack is named
+``STACK@DIR`` (DIR the directory's last component), so the pairs can cross cells:
+
+    python3 tools/http_pages.py docs/results/linkq-rwp30-http-10ms \\
+        docs/results/linkq-rwp30-http-10ms-mcast \\
+        --pair aodv-mcast55@linkq-rwp30-http-10ms-mcast:aodv@linkq-rwp30-http-10ms
 """
 
 from __future__ import annotations
@@ -41,15 +49,20 @@ from manetkit.experiment.report import http_page_outcomes
 Key = tuple[int, int, str, int]  # seed, repeat, client, transaction index
 
 
-def _runs(results: Path) -> dict[str, list[dict[str, Any]]]:
-    """The HTTP runs by stack (failed-to-run records left out)."""
+def _runs(cells: list[Path]) -> dict[str, list[dict[str, Any]]]:
+    """The HTTP runs by stack (failed-to-run records left out); with several results
+    directories, by ``STACK@DIR``."""
     by: dict[str, list[dict[str, Any]]] = {}
-    for f in sorted((results / "runs").glob("*.json")):
-        if f.name.endswith(".error.json"):
-            continue
-        run = json.loads(f.read_text())
-        if run.get("http"):
-            by.setdefault(run["params"]["stack"], []).append(run)
+    for results in cells:
+        for f in sorted((results / "runs").glob("*.json")):
+            if f.name.endswith(".error.json"):
+                continue
+            run = json.loads(f.read_text())
+            if run.get("http"):
+                name = run["params"]["stack"]
+                if len(cells) > 1:
+                    name = f"{name}@{results.resolve().name}"
+                by.setdefault(name, []).append(run)
     return by
 
 
@@ -119,8 +132,8 @@ def page_for_page(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> d
     }
 
 
-def main(results: Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    by = _runs(results)
+def main(results: Path | list[Path], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    by = _runs(results if isinstance(results, list) else [results])
     split = {s: validity.split(rs) for s, rs in by.items()}
     valid = {s: v["valid"] for s, v in split.items()}
     figs = {s: [run_figures(r) for r in rs] for s, rs in valid.items()}
@@ -160,18 +173,27 @@ def main(results: Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", type=Path, help="an experiment's results directory")
+    ap.add_argument(
+        "results", type=Path, nargs="+",
+        help="an experiment's results directory; several name their stacks STACK@DIR",
+    )  # fmt: skip
     ap.add_argument(
         "--pair", action="append", default=[], metavar="OURS:THEIRS",
         help="how much lower OURS's page times are than THEIRS's (repeatable)",
     )  # fmt: skip
     a = ap.parse_args()
-    if not (a.results / "runs").is_dir():
-        ap.error(f"{a.results}: no runs/ directory (not an experiment's results)")
+    for d in a.results:
+        if not (d / "runs").is_dir():
+            ap.error(f"{d}: no runs/ directory (not an experiment's results)")
+    if len({d.resolve().name for d in a.results}) < len(a.results):
+        ap.error("two results directories with the same name: their stacks would clash")
     pairs = []
     for p in a.pair:
         ours, sep, theirs = p.partition(":")
         if not sep or not ours or not theirs:
             ap.error(f"--pair {p!r}: give OURS:THEIRS, two stack names")
         pairs.append((ours, theirs))
+    known = _runs(a.results)
+    for name in {n for pair in pairs for n in pair} - known.keys():
+        ap.error(f"--pair: no HTTP runs of {name!r}; the stacks are {', '.join(sorted(known))}")
     print(json.dumps(main(a.results, pairs), indent=1))
