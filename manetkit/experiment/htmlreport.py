@@ -101,12 +101,13 @@ def runs_html(rows: list[dict[str, Any]]) -> str:
         "(docs/medium.md, <code>manetkit.lab.fidelity</code>).</p>",
         "<table><thead><tr><th>run</th><th>status</th><th>fidelity</th>"
         "<th>lag p50 ms</th><th>lag p99 ms</th><th>lag max ms</th><th>drops outside the "
-        "model</th><th>CPU s (medium)</th><th>why not valid</th></tr></thead><tbody>",
+        "model</th><th>CPU s (medium)</th><th>host steal %</th><th>why not valid</th></tr>"
+        "</thead><tbody>",
     ]
     for r in rows:
         f = r["fidelity"]
         if f is None:
-            verdict, cells = '<span class="muted">not recorded</span>', ["-"] * 5 + [""]
+            verdict, cells = '<span class="muted">not recorded</span>', ["-"] * 6 + [""]
         else:
             verdict = (
                 '<span class="valid">valid</span>'
@@ -121,13 +122,14 @@ def runs_html(rows: list[dict[str, Any]]) -> str:
                 _ms(f.get("lag_max_ms")),
                 str(sum(drops.values())) if isinstance(drops, dict) else "-",
                 "-" if cpu is None else f"{cpu:.1f}",
+                _ms(f.get("steal_pct")),
                 html.escape("; ".join(f.get("reasons") or [])),
             ]
-        nums = "".join(f'<td class="num">{c}</td>' for c in cells[:5])
+        nums = "".join(f'<td class="num">{c}</td>' for c in cells[:6])
         parts.append(
             f'<tr><td><a href="{html.escape(r["file"])}">{html.escape(r["run"])}</a></td>'
             f"<td>{html.escape(str(r['status']))}</td><td>{verdict}</td>{nums}"
-            f"<td>{cells[5]}</td></tr>"
+            f"<td>{cells[6]}</td></tr>"
         )
     parts.append("</tbody></table>")
     return "\n".join(parts)

@@ -14,6 +14,7 @@ per process class, ``valid`` and the ``reasons`` it is not). A run is
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -55,17 +56,35 @@ def markdown(docs: list[dict[str, Any]]) -> list[str]:
         "cell; runs without a record stay in the tables but back no goal.",
         "",
     ]
+    steal = {k: _median_steal(by[k]) for k in ("valid", "invalid")}
+    if any(v is not None for v in steal.values()):
+        md += [
+            "Share of the machine's CPU time the hypervisor gave to other guests over the "
+            f"window (host steal), median: valid runs {_ms(steal['valid'])} %, invalid runs "
+            f"{_ms(steal['invalid'])} %.",
+            "",
+        ]
     if by["invalid"]:
-        md += ["| run | lag p99 ms | lag max ms | load | why |", "|---|---|---|---|---|"]
+        md += [
+            "| run | lag p99 ms | lag max ms | load | host steal % | why |",
+            "|---|---|---|---|---|---|",
+        ]
         for d in sorted(by["invalid"], key=lambda d: d["run"]):
             f = d["fidelity"]
             load = f.get("load_avg") or [None]
             md.append(
                 f"| {d['run']} | {_ms(f.get('lag_p99_ms'))} | {_ms(f.get('lag_max_ms'))} | "
-                f"{_ms(load[0])} | {'; '.join(reasons(d))} |"
+                f"{_ms(load[0])} | {_ms(f.get('steal_pct'))} | {'; '.join(reasons(d))} |"
             )
         md.append("")
     return md
+
+
+def _median_steal(docs: list[dict[str, Any]]) -> float | None:
+    got = sorted(
+        f["steal_pct"] for d in docs if (f := d.get("fidelity")) and f.get("steal_pct") is not None
+    )
+    return statistics.median(got) if got else None
 
 
 def _ms(x: float | None) -> str:

@@ -15,8 +15,10 @@ readings of a lab (:func:`collect`: at a window's start and at its end) subtract
   subscriber missed: ``manetkit.lab.radioport.RadioPort.unmodelled``): any of the latter
   makes the run invalid. With shared radios the medium reports the radios' counters
   itself; with radio processes :func:`collect` asks each radio;
-- CPU seconds per process class (medium, radios, daemons, proxies, peers, traffic) and
-  the machine's load average, so a reader sees where the cores went.
+- CPU seconds per process class (medium, radios, daemons, proxies, peers, traffic),
+  the machine's load average and the share of its CPU time that the hypervisor gave to
+  other guests (``steal_pct``, /proc/stat's steal column; proc(5)), so a reader sees
+  where the cores went, and whether a late window was the lab's doing or the host's.
 
 :func:`verdict` applies :class:`Thresholds` (lag p99 <= 5 ms, no unmodelled drops by
 default); an experiment keeps invalid runs out of every claim (docs/experiments.md).
@@ -53,6 +55,7 @@ class Reading:
     unmodelled: dict[str, int]
     cpu_s: dict[str, float]
     load_avg: tuple[float, float, float]
+    cpu_jiffies: tuple[int, int] = (0, 0)  # the machine's (steal, total) so far
 
     @classmethod
     def from_medium(
@@ -61,6 +64,7 @@ class Reading:
         cpu_s: dict[str, float] | None = None,
         load_avg: tuple[float, float, float] = (0.0, 0.0, 0.0),
         extra_unmodelled: dict[str, int] | None = None,
+        cpu_jiffies: tuple[int, int] = (0, 0),
     ) -> Reading:
         """From the medium's ``{"cmd": "fidelity"}`` reply (docs/medium.md)."""
         lag = reply["lag"]
@@ -78,6 +82,7 @@ class Reading:
             unmodelled=unmodelled,
             cpu_s=dict(cpu_s or {}),
             load_avg=load_avg,
+            cpu_jiffies=cpu_jiffies,
         )
 
 
@@ -96,6 +101,7 @@ class Fidelity:
     unmodelled_drops: dict[str, int] = field(default_factory=dict)
     cpu_s: dict[str, float] = field(default_factory=dict)
     load_avg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    steal_pct: float | None = None  # of the machine's CPU time, taken by the hypervisor
     valid: bool = False
     reasons: list[str] = field(default_factory=list)
 
@@ -141,9 +147,16 @@ def window(a: Reading, b: Reading, thresholds: Thresholds | None = None) -> Fide
         unmodelled_drops=_diff(b.unmodelled, a.unmodelled),
         cpu_s={k: round(v - a.cpu_s.get(k, 0.0), 3) for k, v in b.cpu_s.items()},
         load_avg=b.load_avg,
+        steal_pct=_steal_pct(a.cpu_jiffies, b.cpu_jiffies),
     )
     f.valid, f.reasons = verdict(f, thresholds or Thresholds())
     return f
+
+
+def _steal_pct(a: tuple[int, int], b: tuple[int, int]) -> float | None:
+    """The steal share between two (steal, total) readings; None where unread."""
+    total = b[1] - a[1]
+    return round(100.0 * (b[0] - a[0]) / total, 2) if total > 0 and a[1] > 0 else None
 
 
 def verdict(f: Fidelity, th: Thresholds) -> tuple[bool, list[str]]:
@@ -183,6 +196,15 @@ def process_class(argv: list[str]) -> str:
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_jiffies(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
+    """The machine's (steal, total) CPU time in clock ticks since boot: the first line
+    of /proc/stat (proc(5): user nice system idle iowait irq softirq steal ...; guest
+    time is already inside user and nice, so it is not added again)."""
+    fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:9]]
+    fields += [0] * (8 - len(fields))
+    return fields[7], sum(fields)
 
 
 def _netns_inode(pid: int) -> int | None:
@@ -255,4 +277,5 @@ def collect(lab: str, timeout: float = 5.0) -> Reading:
         cpu_s=cpu_by_class(lab_pids(lab)),
         load_avg=os.getloadavg(),
         extra_unmodelled=extra,
+        cpu_jiffies=cpu_jiffies(),
     )

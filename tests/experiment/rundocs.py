@@ -11,7 +11,8 @@ def fidelity(valid: bool = True, lag_p99_ms: float = 0.8) -> dict[str, Any]:
         "start_t": 60.0, "end_t": 160.0, "outputs": 50_000,
         "lag_p50_ms": 0.1, "lag_p99_ms": lag_p99_ms, "lag_max_ms": lag_p99_ms * 3,
         "per_second": [], "modelled_drops": {}, "unmodelled_drops": {},
-        "cpu_s": {"medium": 40.0}, "load_avg": [1.2, 1.0, 0.9], "valid": valid,
+        "cpu_s": {"medium": 40.0}, "load_avg": [1.2, 1.0, 0.9],
+        "steal_pct": 0.5 if valid else 18.0, "valid": valid,
         "reasons": [] if valid else [f"medium scheduling lag p99 {lag_p99_ms:g} ms > 5 ms"],
     }  # fmt: skip
 

@@ -18,7 +18,7 @@ def _fidelity(valid: bool, p99: float, drops: int = 0) -> dict:
         "start_t": 5.0, "end_t": 30.0, "outputs": 12000, "lag_p50_ms": 0.1,
         "lag_p99_ms": p99, "lag_max_ms": p99 * 3, "per_second": [],
         "modelled_drops": {}, "unmodelled_drops": {"medium_send_drops": drops} if drops else {},
-        "cpu_s": {"medium": 4.25}, "load_avg": [1.0, 1.0, 1.0], "valid": valid,
+        "cpu_s": {"medium": 4.25}, "load_avg": [1.0, 1.0, 1.0], "steal_pct": 21.5, "valid": valid,
         "reasons": [] if valid else [f"medium scheduling lag p99 {p99} ms > 5 ms"],
     }  # fmt: skip
 
@@ -51,6 +51,7 @@ def test_html_report_embeds_tables_plots_fidelity_and_links(tmp_path: Path):
     assert 'href="../runs/rwp-30_smr_none_v10_s1_bulk1.error.json"' in page
     row = re.search(r"rwp-30_aodv_none_v10_s1_bulk1</a>.*?</tr>", page, re.S).group(0)
     assert "invalid" in row and ">12.0<" in row and ">3<" in row and "p99 12.0 ms" in row
+    assert ">21.5<" in row  # the host's steal over the window
     row = re.search(r"rwp-30_dsr_none_v20_s1_bulk1</a>.*?</tr>", page, re.S).group(0)
     assert "not recorded" in row
     assert "4 run records: 1 valid, 1 invalid, 2 without a fidelity record" in page

@@ -75,7 +75,8 @@ def test_the_report_has_the_tables_numbers_and_the_plots(results: Path):
     assert "| rwp-30 | http | aodv | 10 | 1 | 1 | 2 | 0 | 0.62 | 0.75 | 100 | 0.62 | - |" in md
     # the invalid run: out of the tables (seed 3 is nowhere), listed with its lag
     assert "0 valid, 1 invalid, 7 without a fidelity record" in md
-    assert "| rwp-30_dsr_none_v1_s3_bulk1 | 40 | 120 | 1.2 | medium scheduling lag p99" in md
+    assert "| rwp-30_dsr_none_v1_s3_bulk1 | 40 | 120 | 1.2 | 18 | medium scheduling lag p99" in md
+    assert "(host steal), median: valid runs - %, invalid runs 18 %" in md  # why it was late
     assert "| 1 | 3 | n1->n2" not in md
     # per seed, stacks side by side (a stack without that seed: -)
     assert "| rwp-30 | bulk1 | 1 | 1 | n1->n2 | 800.0 | 2.0 | 700.0 | 600.0 |" in md

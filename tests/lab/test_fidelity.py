@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from manetkit.lab.fidelity import Fidelity, Reading, Thresholds, process_class, window
+from manetkit.lab.fidelity import (
+    Fidelity,
+    Reading,
+    Thresholds,
+    cpu_jiffies,
+    process_class,
+    window,
+)
 from manetkit.lab.medium.lag import EDGES_US, LagRecorder, bucket_of, percentile_us
 
 
@@ -155,3 +162,23 @@ def test_fidelity_table_shows_lag_and_drops():
     text = cap.get()
     assert "since start" in text and "last 10s" in text
     assert "radio_tap_write_drops 2" in text and "none" in text
+
+
+def test_host_steal_is_read_from_proc_stat_and_shared_over_the_window(tmp_path):
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  100 0 50 800 10 0 5 35 20 0\ncpu0 1 2 3\n")
+    assert cpu_jiffies(stat) == (35, 1000)  # guest (inside user) not counted twice
+    stat.write_text("cpu  400 0 100 1300 10 0 5 185 90 0\n")
+    later = cpu_jiffies(stat)
+    rec = LagRecorder()
+    rec.record(1.0, 1.0)
+    a = Reading.from_medium({"t": 1.0, "lag": rec.to_wire()}, cpu_jiffies=(35, 1000))
+    rec.record(2.0, 2.0)
+    b = Reading.from_medium({"t": 2.0, "lag": rec.to_wire()}, cpu_jiffies=later)
+    f = window(a, b)
+    assert f.steal_pct == 15.0  # 150 of 1000 ticks went to other guests
+    assert f.valid  # steal explains a late window; it never decides one
+    assert Fidelity.from_json(f.to_json()) == f
+    unread = Reading.from_medium({"t": 1.0, "lag": rec.to_wire()})
+    assert window(unread, b).steal_pct is None  # a reading made without /proc/stat
