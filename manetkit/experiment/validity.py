@@ -81,9 +81,9 @@ def markdown(docs: list[dict[str, Any]]) -> list[str]:
 
 
 def _median_steal(docs: list[dict[str, Any]]) -> float | None:
-    got = sorted(
+    got = [
         f["steal_pct"] for d in docs if (f := d.get("fidelity")) and f.get("steal_pct") is not None
-    )
+    ]
     return statistics.median(got) if got else None
 
 
