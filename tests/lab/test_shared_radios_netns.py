@@ -82,16 +82,26 @@ def test_a_starved_medium_makes_the_window_invalid(lab_factory):
     assert state.radios == "shared" and [p.name for p in state.processes] == ["medium"]
     _setup_ip(lab)
 
-    a = fidelity.collect(lab)
-    _ping(lab)
+    # A quiet lab keeps time. A shared CI host can stall the whole VM for a few tens of
+    # ms (steal), and 3 late outputs of 300 are its p99, so a quiet window gets three
+    # tries; the medium must keep time in one of them and read no loss in any.
+    tries = []
     b = fidelity.collect(lab)
-    quiet = fidelity.window(a, b)
-    # The radios' losses are part of the reading (none here), and the lab kept time.
-    assert {"radio_tap_write_drops", "radio_tap_kernel_drops", "radio_event_drops"} <= set(
-        b.unmodelled
-    )
-    assert quiet.outputs >= 2 * 150, quiet  # each echo and each reply delivered
-    assert quiet.valid, quiet.reasons
+    for _ in range(3):
+        a = b
+        _ping(lab)
+        b = fidelity.collect(lab)
+        quiet = fidelity.window(a, b)
+        # The radios' losses are part of the reading (none here).
+        assert {"radio_tap_write_drops", "radio_tap_kernel_drops", "radio_event_drops"} <= set(
+            b.unmodelled
+        )
+        assert quiet.outputs >= 2 * 150, quiet  # each echo and each reply delivered
+        assert not any("drop" in r for r in quiet.reasons), quiet.reasons
+        tries.append(quiet)
+        if quiet.valid:
+            break
+    assert tries[-1].valid, [(t.reasons, t.steal_pct) for t in tries]
 
     with starved(_medium_pid(lab)):
         _ping(lab)
