@@ -46,7 +46,8 @@ def run_spec(args: argparse.Namespace) -> int:
     spec = load_spec(spec_file)
     out = Path(args.out) if args.out else Path("results") / spec.name
     _check_results_dir(out, spec_file, spec)
-    runs = spec.runs()
+    only = only_stacks(args.only_stacks, spec)
+    runs = [r for r in spec.runs() if only is None or r.stack in only]
     if args.dry_run:
         for r in runs:
             console.print(f"{runner.state(out, r)}  {r.name}")
@@ -62,7 +63,7 @@ def run_spec(args: argparse.Namespace) -> int:
         res = runner.run_matrix(
             spec, out, execute.run_one, lock=args.lock, limit=args.limit, spec_file=spec_file,
             keep_work=args.keep_work, redo_invalid=args.redo_invalid,
-            retry_invalid=args.retry_invalid,
+            retry_invalid=args.retry_invalid, only_stacks=only,
         )  # fmt: skip
     console.print(
         f"made {len(res.done)}, already done {len(res.skipped)}, failed {len(res.failed)}, "
@@ -73,6 +74,18 @@ def run_spec(args: argparse.Namespace) -> int:
 
         make_report(out)
     return 1 if res.failed else 0
+
+
+def only_stacks(arg: str | None, spec: Spec) -> frozenset[str] | None:
+    """``--only-stacks A,B``: a subset of the spec's stacks (None: all of them)."""
+    if arg is None:
+        return None
+    names = [s.strip() for s in arg.split(",") if s.strip()]
+    unknown = [s for s in names if s not in spec.stacks]
+    if not names or unknown:
+        why = f"{', '.join(unknown)} not in the spec" if unknown else "no stack named"
+        raise UserError(f"--only-stacks: {why} (its stacks: {', '.join(spec.stacks)})")
+    return frozenset(names)
 
 
 def _check_results_dir(out: Path, spec_file: Path, spec: Spec) -> None:
@@ -123,5 +136,10 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--retry-invalid", type=int, default=0, metavar="N",
         help="make a run that comes out invalid again at once, up to N more times "
         "(each invalid try stays, counted as invalid)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--only-stacks", metavar="A,B",
+        help="make the runs of these stacks only (the others stay to do; "
+        "e.g. a goal's stacks first)",
     )  # fmt: skip
     parser.set_defaults(func=run)

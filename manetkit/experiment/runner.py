@@ -16,6 +16,9 @@ among the invalid runs and a matrix's every invalid try stays on record.
 ``--retry-invalid N`` does the same at once, in the same pass: a run that comes out invalid
 is set aside and made again, up to N more times, so a matrix left to run unattended ends
 with its cells filled by valid runs where the machine allows.
+
+``--only-stacks A,B`` makes the runs of those stacks only (the others stay to do), so a
+cell's goal stacks can be finished before the rest of its matrix without another spec.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class Outcome:
     done: list[str] = field(default_factory=list)  # made now
     skipped: list[str] = field(default_factory=list)  # already there
     failed: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)  # not reached (--limit)
+    left: list[str] = field(default_factory=list)  # not reached (--limit, --only-stacks)
 
 
 def keep_files(src: Path, dest: Path) -> None:
@@ -118,11 +121,13 @@ def run_matrix(
     keep_work: bool = False,
     redo_invalid: bool = False,
     retry_invalid: int = 0,
+    only_stacks: frozenset[str] | None = None,
 ) -> Outcome:
     """Make every run of ``spec`` not already done in ``out`` (with ``redo_invalid``, an
     invalid run counts as not done: :func:`set_aside_invalid`); at most ``limit`` runs
     (``--limit``); each under ``lock`` if given (taken per run, not for the matrix). A run
-    that comes out invalid is set aside and made again up to ``retry_invalid`` times."""
+    that comes out invalid is set aside and made again up to ``retry_invalid`` times.
+    With ``only_stacks``, the runs of other stacks are left to do (``Outcome.left``)."""
     runs = spec.runs()
     (out / "runs").mkdir(parents=True, exist_ok=True)
     copy = out / "spec.yaml"
@@ -135,6 +140,8 @@ def run_matrix(
             set_aside_invalid(out, r)
         if is_done(out, r):
             result.skipped.append(r.name)
+        elif only_stacks is not None and r.stack not in only_stacks:
+            result.left.append(r.name)
         else:
             todo.append(r)
     columns = (
@@ -149,7 +156,7 @@ def run_matrix(
                                  current="")  # fmt: skip
         for k, r in enumerate(todo):
             if limit is not None and k >= limit:
-                result.left = [x.name for x in todo[k:]]
+                result.left += [x.name for x in todo[k:]]
                 break
             progress.update(task, current=r.name)
             for attempt in range(1 + retry_invalid):

@@ -228,3 +228,32 @@ def test_a_negative_retry_count_is_refused(tmp_path):
     spec.write_text(json.dumps(SPEC))
     r = manetkit("experiment", str(spec), "--retry-invalid", "-1", check=False)
     assert r.returncode == 2 and "--retry-invalid: -1 is negative" in r.stderr
+
+
+def test_only_stacks_makes_those_stacks_runs_and_leaves_the_rest_to_do(tmp_path):
+    spec = spec_from_dict(SPEC)
+    names = [r.name for r in spec.runs()]
+    fake = FakeRuns()
+    res = runner.run_matrix(spec, tmp_path, fake, only_stacks=frozenset({"aodv"}))
+    assert fake.made == [n for n in names if "_aodv_" in n] == res.done
+    assert res.left == [n for n in names if "_dsr_" in n]
+    # the same matrix without the filter then makes only what is left
+    again = FakeRuns()
+    res = runner.run_matrix(spec, tmp_path, again)
+    assert again.made == [n for n in names if "_dsr_" in n] and res.left == []
+
+
+def test_only_stacks_refuses_a_stack_the_spec_does_not_run(tmp_path):
+    from tests.helpers.lab import manetkit
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(json.dumps(SPEC))
+    out = tmp_path / "out"
+    r = manetkit("experiment", str(spec), "--out", str(out), "--only-stacks", "aodv,babeld",
+                 "--dry-run", check=False)  # fmt: skip
+    assert r.returncode == 2
+    assert "--only-stacks: babeld not in the spec (its stacks: dsr, aodv)" in r.stderr
+    r = manetkit("experiment", str(spec), "--out", str(out), "--only-stacks", "aodv",
+                 "--dry-run")  # fmt: skip
+    listed = [line.split()[-1] for line in r.stdout.splitlines() if line.startswith("todo")]
+    assert listed and all("_aodv_" in n for n in listed)
