@@ -152,7 +152,9 @@ def run_matrix(
         TextColumn("{task.fields[current]}"),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(spec.name, total=len(runs), completed=len(result.skipped),
+        # the runs left to other stacks are not this pass's: the bar ends full
+        total = len(runs) - len(result.left)
+        task = progress.add_task(spec.name, total=total, completed=len(result.skipped),
                                  current="")  # fmt: skip
         for k, r in enumerate(todo):
             if limit is not None and k >= limit:

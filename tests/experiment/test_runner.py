@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 
 from manetkit.experiment import runner
 from manetkit.experiment.spec import spec_from_dict
@@ -230,13 +232,17 @@ def test_a_negative_retry_count_is_refused(tmp_path):
     assert r.returncode == 2 and "--retry-invalid: -1 is negative" in r.stderr
 
 
-def test_only_stacks_makes_those_stacks_runs_and_leaves_the_rest_to_do(tmp_path):
+def test_only_stacks_makes_those_stacks_runs_and_leaves_the_rest_to_do(tmp_path, monkeypatch):
     spec = spec_from_dict(SPEC)
     names = [r.name for r in spec.runs()]
     fake = FakeRuns()
+    shown = io.StringIO()
+    monkeypatch.setattr(runner, "console", Console(file=shown, width=200))
     res = runner.run_matrix(spec, tmp_path, fake, only_stacks=frozenset({"aodv"}))
     assert fake.made == [n for n in names if "_aodv_" in n] == res.done
     assert res.left == [n for n in names if "_dsr_" in n]
+    n = len(res.done)  # the bar counts this pass's runs only, so it ends full
+    assert f"{n}/{n}" in shown.getvalue()
     # the same matrix without the filter then makes only what is left
     again = FakeRuns()
     res = runner.run_matrix(spec, tmp_path, again)
